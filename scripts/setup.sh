@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs whatever is missing, and nothing that is already there:
+# the wasm32 target, worker-build, wasm-bindgen-cli (at the Cargo.lock
+# version), the npm packages (wrangler, Node 22, the MCP clients, the
+# conformance suite) and a local dev key in .dev.vars.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  log "adding the wasm32-unknown-unknown target"
+  rustup target add wasm32-unknown-unknown
+fi
+
+if [ "$(worker-build --version 2>/dev/null | awk '{print $NF}')" != "$WORKER_BUILD_VERSION" ]; then
+  log "installing worker-build $WORKER_BUILD_VERSION"
+  cargo install worker-build --version "$WORKER_BUILD_VERSION" --locked
+fi
+
+if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $NF}')" != "$WASM_BINDGEN_VERSION" ]; then
+  # worker-build would download it from GitHub, which is not reachable here;
+  # the crate registry is.
+  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
+  # Not --locked: its lock file pins a webpki-roots release the registry no
+  # longer serves; the resolver picks a compatible one.
+  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+fi
+
+# npm ci only when the lock file changed since the last install.
+if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
+  log "installing npm packages"
+  npm ci --no-audit --no-fund
+  touch node_modules/.package-lock.json
+fi
+
+if [ ! -f .dev.vars ]; then
+  log "creating a local dev key in .dev.vars (git-ignored)"
+  key="$(head -c 32 /dev/urandom | base64 | tr -d '=+/\n')"
+  cat > .dev.vars <<VARS
+# Local secrets for wrangler dev only. Deployed workers take these from
+# \`wrangler secret put\`. STATE_KEYS is a key ring: kid:secret, newest first.
+STATE_KEYS=dev:$key
+ALLOWED_HOSTS=localhost,127.0.0.1,[::1]
+ALLOWED_ORIGINS=localhost,127.0.0.1,[::1]
+VARS
+fi

@@ -1,0 +1,332 @@
+//! `Cx`: what a tool body uses to ask the client things, memoize side effects
+//! and report progress.
+//!
+//! Every `ask` is answered from the journal when the client has already
+//! answered it; otherwise it is registered and the call suspends. Asks
+//! register when they are *called*, not when awaited, so
+//! `let a = cx.elicit(..); let b = cx.sample(..); (a.await?, b.await?)` sends
+//! both requests in one round.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::future::{ready, Future, Ready};
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use super::journal::{answer_shape_ok, Answer, InputRequest, Journal};
+use super::ToolError;
+
+/// Which kinds of input the client declared it can answer in *this* request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientCaps {
+    /// `elicitation` (form mode at least).
+    pub elicitation: bool,
+    /// `sampling`.
+    pub sampling: bool,
+    /// `roots`.
+    pub roots: bool,
+}
+
+impl ClientCaps {
+    /// Reads a `ClientCapabilities` object.
+    pub fn from_json(caps: Option<&Value>) -> Self {
+        let has = |k: &str| caps.and_then(|c| c.get(k)).is_some_and(|v| !v.is_null());
+        Self {
+            elicitation: has("elicitation"),
+            sampling: has("sampling"),
+            roots: has("roots"),
+        }
+    }
+
+    /// Every kind: for tests and for wires where the client always can.
+    pub fn all() -> Self {
+        Self {
+            elicitation: true,
+            sampling: true,
+            roots: true,
+        }
+    }
+}
+
+/// The client's answer to an elicitation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ElicitResult {
+    /// `accept`, `decline` or `cancel`.
+    pub action: String,
+    /// The submitted form when accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Map<String, Value>>,
+}
+
+impl ElicitResult {
+    /// True when the user accepted.
+    pub fn accepted(&self) -> bool {
+        self.action == "accept"
+    }
+
+    /// One field of the accepted form, deserialized.
+    pub fn field<T: DeserializeOwned>(&self, name: &str) -> Option<T> {
+        self.content
+            .as_ref()
+            .and_then(|c| c.get(name))
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// The client's answer to a sampling request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleResult {
+    /// Usually `assistant`.
+    pub role: String,
+    /// A content block (or a list of them).
+    pub content: Value,
+    /// The model that answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Why the model stopped.
+    #[serde(default, rename = "stopReason", skip_serializing_if = "Option::is_none")]
+    pub stop_reason: Option<String>,
+}
+
+impl SampleResult {
+    /// The text of the answer (text blocks joined).
+    pub fn text(&self) -> String {
+        let block_text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+        match &self.content {
+            Value::Array(blocks) => blocks.iter().map(block_text).collect(),
+            b => block_text(b),
+        }
+    }
+}
+
+/// One root the client exposes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Root {
+    /// A `file://` URI.
+    pub uri: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+/// Params for a form elicitation: a message and a flat object schema.
+pub fn form(message: impl Into<String>, requested_schema: Value) -> Value {
+    json!({"mode": "form", "message": message.into(), "requestedSchema": requested_schema})
+}
+
+/// Params for a one-message sampling request.
+pub fn ask(prompt: impl Into<String>, max_tokens: u32) -> Value {
+    json!({
+        "messages": [{"role": "user", "content": {"type": "text", "text": prompt.into()}}],
+        "maxTokens": max_tokens,
+    })
+}
+
+#[derive(Debug, Default)]
+struct State {
+    journal: Journal,
+    caps: ClientCaps,
+    /// Requests registered in this run that have no answer yet.
+    asked: BTreeMap<String, InputRequest>,
+    /// Notifications (progress, log) emitted by this run, in order.
+    notifications: Vec<Value>,
+    progress_token: Option<Value>,
+    log_level: Option<usize>,
+    /// Answers the client sent for keys that were not pending (a first
+    /// request that already carries `inputResponses`): taken when the tool
+    /// asks that key, if their shape fits what it asks.
+    offered: Map<String, Value>,
+}
+
+/// The tool's handle on its call. See the module docs.
+#[derive(Debug, Default)]
+pub struct Cx {
+    state: RefCell<State>,
+}
+
+const LOG_LEVELS: [&str; 8] = [
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+];
+
+impl Cx {
+    /// A context replaying `journal` for a client with `caps`.
+    pub fn new(journal: Journal, caps: ClientCaps) -> Self {
+        Self {
+            state: RefCell::new(State {
+                journal,
+                caps,
+                ..State::default()
+            }),
+        }
+    }
+
+    /// Sets the progress token progress notifications are sent with.
+    pub fn with_progress_token(self, token: Option<Value>) -> Self {
+        self.state.borrow_mut().progress_token = token;
+        self
+    }
+
+    /// Sets the lowest log level the client asked for (`None`: no log messages).
+    pub fn with_log_level(self, level: Option<&str>) -> Self {
+        self.state.borrow_mut().log_level = level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+        self
+    }
+
+    /// Offers answers for keys that are not pending in the journal.
+    pub fn with_offered(self, offered: Map<String, Value>) -> Self {
+        self.state.borrow_mut().offered = offered;
+        self
+    }
+
+    /// The progress token of this request, if the client sent one.
+    pub fn progress_token(&self) -> Option<Value> {
+        self.state.borrow().progress_token.clone()
+    }
+
+    /// What the client declared it can answer in this request.
+    pub fn capabilities(&self) -> ClientCaps {
+        self.state.borrow().caps.clone()
+    }
+
+    /// The round this replay is serving (0 on the first call).
+    pub fn round(&self) -> u32 {
+        self.state.borrow().journal.round
+    }
+
+    /// Asks the user to fill a form (`elicitation/create`).
+    pub fn elicit(&self, key: &str, params: Value) -> Ready<Result<ElicitResult, ToolError>> {
+        ready(self.ask(key, "elicitation/create", params).and_then(decode))
+    }
+
+    /// Asks the client's model for a completion (`sampling/createMessage`).
+    pub fn sample(&self, key: &str, params: Value) -> Ready<Result<SampleResult, ToolError>> {
+        ready(self.ask(key, "sampling/createMessage", params).and_then(decode))
+    }
+
+    /// Asks the client for its roots (`roots/list`).
+    pub fn roots(&self, key: &str) -> Ready<Result<Vec<Root>, ToolError>> {
+        let answer = self.ask(key, "roots/list", json!({}));
+        ready(answer.and_then(|v| decode(v.get("roots").cloned().unwrap_or(Value::Null))))
+    }
+
+    /// Asks the client anything by method name: the answer is returned raw.
+    pub fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
+        let request = InputRequest {
+            method: method.to_string(),
+            params,
+        };
+        let mut st = self.state.borrow_mut();
+        if let Some(answer) = st.journal.answers.get(key) {
+            if answer.asked != request.digest() {
+                return Err(ToolError::Nondeterminism(format!(
+                    "input request {key:?} was answered for different parameters; \
+                     a tool must ask the same thing under the same key on every replay"
+                )));
+            }
+            return answer.outcome.clone().map_err(ToolError::Client);
+        }
+        let needed = match method {
+            "elicitation/create" => (!st.caps.elicitation).then_some("elicitation"),
+            "sampling/createMessage" => (!st.caps.sampling).then_some("sampling"),
+            "roots/list" => (!st.caps.roots).then_some("roots"),
+            _ => None,
+        };
+        if let Some(cap) = needed {
+            return Err(ToolError::MissingCapability(json!({ cap: {} })));
+        }
+        if let Some(v) = st.offered.remove(key) {
+            if answer_shape_ok(method, &v) {
+                let asked = request.digest();
+                st.journal.answers.insert(key.to_string(), Answer { asked, outcome: Ok(v.clone()) });
+                return Ok(v);
+            }
+        }
+        if let Some(prev) = st.asked.get(key) {
+            if prev.digest() != request.digest() {
+                return Err(ToolError::Nondeterminism(format!(
+                    "input request key {key:?} was used twice in one round for different requests"
+                )));
+            }
+        }
+        st.asked.insert(key.to_string(), request);
+        Err(ToolError::Suspend)
+    }
+
+    /// Runs a side effect once per call: a replay gets the recorded output
+    /// instead of running `effect` again.
+    pub async fn once<T, F, Fut>(&self, key: &str, effect: F) -> Result<T, ToolError>
+    where
+        T: Serialize + DeserializeOwned,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, ToolError>>,
+    {
+        let recorded = self.state.borrow().journal.once.get(key).cloned();
+        if let Some(v) = recorded {
+            return decode(v);
+        }
+        // No borrow is held across the effect's await.
+        let out = effect().await?;
+        let v = serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
+        self.state.borrow_mut().journal.once.insert(key.to_string(), v);
+        Ok(out)
+    }
+
+    /// Reports progress, when the client sent a progress token.
+    pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let mut st = self.state.borrow_mut();
+        let Some(token) = st.progress_token.clone() else { return };
+        let mut params = json!({"progressToken": token, "progress": progress});
+        if let Some(t) = total {
+            params["total"] = json!(t);
+        }
+        if let Some(m) = message {
+            params["message"] = json!(m);
+        }
+        st.notifications
+            .push(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+    }
+
+    /// Sends a log message at `level`, when the client asked for that level.
+    pub fn log(&self, level: &str, data: Value) {
+        let mut st = self.state.borrow_mut();
+        let wanted = st.log_level;
+        let this = LOG_LEVELS.iter().position(|x| *x == level);
+        if let (Some(min), Some(this)) = (wanted, this) {
+            if this >= min {
+                st.notifications.push(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                    "params": {"level": level, "data": data}}));
+            }
+        }
+    }
+
+    /// Ends the run: the journal (with this run's new requests pending), the
+    /// requests to send, and the notifications emitted.
+    pub(crate) fn finish(self) -> Finished {
+        let st = self.state.into_inner();
+        Finished {
+            journal: st.journal,
+            asked: st.asked,
+            notifications: st.notifications,
+        }
+    }
+}
+
+/// What a run leaves behind.
+pub(crate) struct Finished {
+    pub(crate) journal: Journal,
+    pub(crate) asked: BTreeMap<String, InputRequest>,
+    pub(crate) notifications: Vec<Value>,
+}
+
+fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ToolError> {
+    serde_json::from_value(v).map_err(|e| ToolError::Failed(format!("the client's answer has an unexpected shape: {e}")))
+}

@@ -1,0 +1,164 @@
+//! The journal: everything a paused call remembers between rounds.
+//!
+//! It is small, serde, and versioned. No future is ever serialized: the engine
+//! replays the tool from the top and the journal answers what was asked
+//! before.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// The journal format version. Bump it when the shape changes; a journal of
+/// another version is refused rather than misread.
+pub const JOURNAL_VERSION: u32 = 1;
+
+/// One request the server asked the client (or is asking now).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its params, as sent.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub params: Value,
+}
+
+impl InputRequest {
+    /// A digest of method and params, to notice a replay that asks something else.
+    pub fn digest(&self) -> String {
+        digest_json(&serde_json::json!([self.method, self.params]))
+    }
+
+    /// The JSON form used on the wire (`{method, params}`).
+    pub fn to_json(&self) -> Value {
+        let mut v = serde_json::json!({"method": self.method});
+        if !self.params.is_null() {
+            v["params"] = self.params.clone();
+        }
+        v
+    }
+}
+
+/// A recorded answer to one input request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Answer {
+    /// [`InputRequest::digest`] of the request it answers.
+    pub asked: String,
+    /// `Ok(result)` from the client, or `Err(error)` when the client reported a
+    /// failure for that step (saga `completedSteps[].error`).
+    pub outcome: Result<Value, Value>,
+}
+
+/// The state of one call between rounds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Journal {
+    /// [`JOURNAL_VERSION`].
+    pub v: u32,
+    /// How many rounds have completed (0 before the first answer).
+    pub round: u32,
+    /// Answers by key.
+    #[serde(default)]
+    pub answers: BTreeMap<String, Answer>,
+    /// Requests sent in the last round and not answered yet, by key.
+    #[serde(default)]
+    pub pending: BTreeMap<String, InputRequest>,
+    /// Memoized outputs of `cx.once` side effects, by key.
+    #[serde(default)]
+    pub once: BTreeMap<String, Value>,
+}
+
+impl Journal {
+    /// An empty journal for a new call.
+    pub fn new() -> Self {
+        Self {
+            v: JOURNAL_VERSION,
+            ..Self::default()
+        }
+    }
+
+    /// Records client answers to pending requests. Keys that were not asked
+    /// are ignored (MRTR: extra keys are ignored). Returns how many were taken.
+    pub fn accept_answers(&mut self, answers: impl IntoIterator<Item = (String, Result<Value, Value>)>) -> usize {
+        let mut taken = 0;
+        for (key, outcome) in answers {
+            if let Some(req) = self.pending.get(&key) {
+                if outcome.as_ref().map_or(true, |v| answer_shape_ok(&req.method, v)) {
+                    let asked = req.digest();
+                    self.pending.remove(&key);
+                    self.answers.insert(key, Answer { asked, outcome });
+                    taken += 1;
+                }
+            }
+        }
+        taken
+    }
+}
+
+/// Whether `value` has the shape of a result of `method`. An answer of the
+/// wrong shape is not taken, so the request is asked again.
+pub fn answer_shape_ok(method: &str, value: &Value) -> bool {
+    match method {
+        "elicitation/create" => matches!(
+            value.get("action").and_then(Value::as_str),
+            Some("accept" | "decline" | "cancel")
+        ) && value.get("content").is_none_or(Value::is_object),
+        "sampling/createMessage" => value.get("role").is_some() && value.get("content").is_some(),
+        "roots/list" => value.get("roots").is_some_and(Value::is_array),
+        _ => value.is_object(),
+    }
+}
+
+/// SHA-256 of the canonical JSON form of `value`, hex encoded. serde_json
+/// without `preserve_order` sorts object keys, so equal values digest equal.
+pub fn digest_json(value: &Value) -> String {
+    let bytes = serde_json::to_vec(value).unwrap_or_default();
+    let d = Sha256::digest(&bytes);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_journal_round_trips_through_json() {
+        let mut j = Journal::new();
+        j.pending.insert(
+            "t".into(),
+            InputRequest {
+                method: "elicitation/create".into(),
+                params: json!({"message": "?"}),
+            },
+        );
+        j.accept_answers([("t".to_string(), Ok(json!({"action": "accept", "content": {"x": 1}})))]);
+        j.once.insert("ticket".into(), json!("T-1"));
+        j.round = 2;
+        let text = serde_json::to_string(&j).expect("serializes");
+        assert_eq!(serde_json::from_str::<Journal>(&text).expect("parses"), j);
+    }
+
+    #[test]
+    fn unknown_keys_and_wrong_shapes_are_not_taken() {
+        let mut j = Journal::new();
+        j.pending.insert(
+            "a".into(),
+            InputRequest {
+                method: "elicitation/create".into(),
+                params: Value::Null,
+            },
+        );
+        assert_eq!(j.accept_answers([("zzz".to_string(), Ok(json!({"action": "accept"})))]), 0);
+        assert_eq!(j.accept_answers([("a".to_string(), Ok(json!({"action": "maybe"})))]), 0);
+        assert!(j.pending.contains_key("a"));
+        assert_eq!(j.accept_answers([("a".to_string(), Ok(json!({"action": "decline"})))]), 1);
+        assert!(j.pending.is_empty());
+    }
+
+    #[test]
+    fn digests_ignore_key_order() {
+        assert_eq!(digest_json(&json!({"a": 1, "b": 2})), digest_json(&json!({"b": 2, "a": 1})));
+        assert_ne!(digest_json(&json!({"a": 1})), digest_json(&json!({"a": 2})));
+    }
+}

@@ -1,0 +1,157 @@
+//! The replay engine.
+//!
+//! A call is run from the top on every round with its [`Journal`]. `Cx`
+//! answers what the journal already knows and registers what it does not; a
+//! run either completes, or ends with the new input requests and the journal
+//! to continue from. Every wire (MRTR, saga, streamless, sessions, tasks) is an
+//! adapter over [`run`].
+//!
+//! # Layout
+//! - `journal.rs`: the serialized state of a call.
+//! - `cx.rs`: the tool's handle (`elicit`, `sample`, `roots`, `once`, `progress`, `log`).
+//! - `handler.rs`: turning `async fn(&mut Cx, Args)` into something storable.
+
+mod cx;
+mod handler;
+mod journal;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Root, SampleResult};
+pub use handler::{boxed, BoxedHandler, Handler, LocalFuture};
+pub use journal::{answer_shape_ok, digest_json, Answer, InputRequest, Journal, JOURNAL_VERSION};
+
+use crate::error::{ErrorKind, McpError};
+
+/// Why a tool body stopped without a value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolError {
+    /// It asked for input the journal does not have yet (internal: the engine
+    /// turns it into an `input_required` round). Let it pass with `?`.
+    Suspend,
+    /// It needs a client capability the request did not declare (`-32021`).
+    MissingCapability(Value),
+    /// A replay asked something different under a recorded key: a bug in the
+    /// tool, reported as an internal error rather than misusing an old answer.
+    Nondeterminism(String),
+    /// The client reported a failure for one of our requests (a saga step's
+    /// `error`). The tool may handle it; unhandled, the call fails.
+    Client(Value),
+    /// The tool failed: reported to the model as a result with `isError: true`.
+    Failed(String),
+    /// A protocol error to return as a JSON-RPC error.
+    Protocol(McpError),
+}
+
+impl ToolError {
+    /// A tool failure with a message for the model.
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::Failed(message.into())
+    }
+}
+
+impl From<McpError> for ToolError {
+    fn from(e: McpError) -> Self {
+        Self::Protocol(e)
+    }
+}
+
+impl From<serde_json::Error> for ToolError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Failed(e.to_string())
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Suspend => f.write_str("suspended for input"),
+            Self::MissingCapability(c) => write!(f, "missing client capability {c}"),
+            Self::Nondeterminism(m) | Self::Failed(m) => f.write_str(m),
+            Self::Client(e) => write!(f, "the client reported an error: {e}"),
+            Self::Protocol(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome<T> {
+    /// The body returned a value.
+    Complete(T),
+    /// The body needs answers: send `requests`, keep `journal`.
+    InputRequired {
+        /// The requests of this round, by key.
+        requests: BTreeMap<String, InputRequest>,
+        /// The journal to continue from (its `pending` holds `requests`).
+        journal: Journal,
+    },
+    /// The body failed with a message for the model (`isError: true`).
+    ToolFailed(String),
+    /// A JSON-RPC error.
+    Error(McpError),
+}
+
+/// A run's outcome and the notifications it emitted along the way.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Run<T> {
+    /// How it ended.
+    pub outcome: Outcome<T>,
+    /// `notifications/progress` and `notifications/message`, in order.
+    pub notifications: Vec<Value>,
+}
+
+/// Runs `handler` once with `cx` (built from the journal) and `args`.
+pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, args: A) -> Run<T> {
+    let mut cx = cx;
+    let result = handler.call(&mut cx, args).await;
+    let done = cx.finish();
+    let outcome = match result {
+        Ok(value) => Outcome::Complete(value),
+        // A body may swallow a Suspend (`.ok()`) and still return; whatever it
+        // returns wins. A body that suspended with nothing registered is a bug.
+        Err(ToolError::Suspend) if done.asked.is_empty() => {
+            Outcome::Error(McpError::internal("the tool suspended without asking anything"))
+        }
+        Err(ToolError::Suspend) => {
+            let mut journal = done.journal;
+            journal.pending = done.asked.clone();
+            Outcome::InputRequired {
+                requests: done.asked,
+                journal,
+            }
+        }
+        Err(ToolError::MissingCapability(caps)) => Outcome::Error(
+            McpError::new(
+                ErrorKind::MissingCapability,
+                "This tool needs a client capability the request did not declare",
+            )
+            .with_data(serde_json::json!({ "requiredCapabilities": caps })),
+        ),
+        Err(ToolError::Nondeterminism(m)) => Outcome::Error(McpError::internal(m)),
+        Err(ToolError::Client(e)) => Outcome::ToolFailed(format!("the client reported an error: {e}")),
+        Err(ToolError::Failed(m)) => Outcome::ToolFailed(m),
+        Err(ToolError::Protocol(e)) => Outcome::Error(e),
+    };
+    Run {
+        outcome,
+        notifications: done.notifications,
+    }
+}
+
+/// Polls a future that never waits on IO to completion. Native tests and
+/// benches use it; the Worker awaits futures on the JS event loop instead.
+pub fn block_on<F: std::future::Future>(fut: F) -> F::Output {
+    let mut fut = std::pin::pin!(fut);
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    loop {
+        if let std::task::Poll::Ready(v) = fut.as_mut().poll(&mut cx) {
+            return v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,165 @@
+//! The crate's one error type and the one place it becomes a JSON-RPC error
+//! and an HTTP status.
+
+use serde_json::{json, Value};
+
+/// What went wrong, by class. Each class has exactly one JSON-RPC code and one
+/// HTTP status (see [`McpError::code`] and [`McpError::http_status`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The body is not JSON (`-32700`, 400).
+    Parse,
+    /// The JSON is not a valid JSON-RPC request (`-32600`, 400).
+    InvalidRequest,
+    /// No such method, or a method removed in this protocol version (`-32601`, 404).
+    MethodNotFound,
+    /// Parameters missing or wrong, including `_meta` (`-32602`, 400).
+    InvalidParams,
+    /// A sealed state token was refused (`-32602`, 400).
+    InvalidState,
+    /// An unknown tool, prompt or resource (`-32602` / `-32002`, 404 for resources).
+    NotFound,
+    /// A resource that does not exist (`-32602` with `data.uri`, SEP-2164; 404).
+    ResourceNotFound,
+    /// An HTTP header disagrees with the body (`-32020`, 400).
+    HeaderMismatch,
+    /// The tool needs a client capability that was not declared (`-32021`, 400).
+    MissingCapability,
+    /// The protocol version is not one we speak (`-32022`, 400).
+    UnsupportedVersion,
+    /// `Origin` or `Host` not allowed (`-32600`, 403).
+    Forbidden,
+    /// No or bad bearer token (`-32600`, 401).
+    Unauthorized,
+    /// The body is over the size limit (`-32600`, 413).
+    TooLarge,
+    /// The HTTP method is not served here (`-32600`, 405).
+    MethodNotAllowed,
+    /// The `Accept` header does not admit our reply (`-32600`, 406).
+    NotAcceptable,
+    /// The `Content-Type` is not JSON (`-32600`, 415).
+    UnsupportedMediaType,
+    /// A conflicting concurrent retry (`-32602`, 409).
+    Conflict,
+    /// The server is misconfigured or broke (`-32603`, 500).
+    Internal,
+}
+
+/// An error with its class, a message for humans and optional `data`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McpError {
+    /// The class.
+    pub kind: ErrorKind,
+    /// A short human-readable message; never a secret.
+    pub message: String,
+    /// Structured detail (`supported` versions, `requiredCapabilities` …).
+    pub data: Option<Value>,
+}
+
+impl McpError {
+    /// An error of `kind` with `message`.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            data: None,
+        }
+    }
+
+    /// Attaches `data`.
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Shorthand for [`ErrorKind::InvalidParams`].
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidParams, message)
+    }
+
+    /// Shorthand for [`ErrorKind::InvalidRequest`].
+    pub fn invalid_request(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidRequest, message)
+    }
+
+    /// Shorthand for [`ErrorKind::MethodNotFound`].
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(ErrorKind::MethodNotFound, format!("Method not found: {method}"))
+    }
+
+    /// Shorthand for [`ErrorKind::Internal`].
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Internal, message)
+    }
+
+    /// The JSON-RPC error code.
+    pub fn code(&self) -> i64 {
+        match self.kind {
+            ErrorKind::Parse => -32700,
+            ErrorKind::InvalidRequest
+            | ErrorKind::Forbidden
+            | ErrorKind::Unauthorized
+            | ErrorKind::TooLarge
+            | ErrorKind::MethodNotAllowed
+            | ErrorKind::NotAcceptable
+            | ErrorKind::UnsupportedMediaType => -32600,
+            ErrorKind::MethodNotFound => -32601,
+            ErrorKind::InvalidParams
+            | ErrorKind::InvalidState
+            | ErrorKind::NotFound
+            | ErrorKind::ResourceNotFound
+            | ErrorKind::Conflict => -32602,
+            ErrorKind::HeaderMismatch => -32020,
+            ErrorKind::MissingCapability => -32021,
+            ErrorKind::UnsupportedVersion => -32022,
+            ErrorKind::Internal => -32603,
+        }
+    }
+
+    /// The HTTP status this error is sent with.
+    pub fn http_status(&self) -> u16 {
+        match self.kind {
+            ErrorKind::Parse
+            | ErrorKind::InvalidRequest
+            | ErrorKind::InvalidParams
+            | ErrorKind::InvalidState
+            | ErrorKind::HeaderMismatch
+            | ErrorKind::MissingCapability
+            | ErrorKind::UnsupportedVersion => 400,
+            ErrorKind::Unauthorized => 401,
+            ErrorKind::Forbidden => 403,
+            ErrorKind::MethodNotFound | ErrorKind::NotFound | ErrorKind::ResourceNotFound => 404,
+            ErrorKind::MethodNotAllowed => 405,
+            ErrorKind::NotAcceptable => 406,
+            ErrorKind::Conflict => 409,
+            ErrorKind::TooLarge => 413,
+            ErrorKind::UnsupportedMediaType => 415,
+            ErrorKind::Internal => 500,
+        }
+    }
+
+    /// The JSON-RPC error object.
+    pub fn to_error_object(&self) -> Value {
+        let mut obj = json!({"code": self.code(), "message": self.message});
+        if let Some(data) = &self.data {
+            obj["data"] = data.clone();
+        }
+        obj
+    }
+
+    /// The whole JSON-RPC response for request `id` (`null` when unknown).
+    pub fn to_response(&self, id: Option<&Value>) -> Value {
+        json!({"jsonrpc": "2.0", "id": id.cloned().unwrap_or(Value::Null), "error": self.to_error_object()})
+    }
+}
+
+impl std::fmt::Display for McpError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({})", self.message, self.code())
+    }
+}
+
+impl std::error::Error for McpError {}
+
+/// The crate's result type.
+pub type Result<T, E = McpError> = std::result::Result<T, E>;

@@ -1,0 +1,155 @@
+//! JSON-RPC 2.0 messages: parsing one incoming message and building replies.
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{ErrorKind, McpError};
+
+/// One incoming JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request: it has an `id` and expects a response.
+    Request(Request),
+    /// A notification: no `id`, no response.
+    Notification(Notification),
+    /// A response from the client to a request the server sent.
+    Response(Response),
+}
+
+/// A JSON-RPC request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id, a string or an integer.
+    pub id: Value,
+    /// The method name.
+    pub method: String,
+    /// The params object (empty when absent).
+    pub params: Map<String, Value>,
+    /// The whole message as received, for wires that read top-level extras
+    /// (the streamless sketch's `dependent_responses`).
+    pub raw: Map<String, Value>,
+}
+
+/// A JSON-RPC notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params object (empty when absent).
+    pub params: Map<String, Value>,
+}
+
+/// A JSON-RPC response sent by the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the server request it answers.
+    pub id: Value,
+    /// `Ok(result)` or `Err(error object)`.
+    pub outcome: Result<Value, Value>,
+}
+
+/// Parses one message from a request body. Batches (arrays) are not part of
+/// MCP since 2025-06-18 and are refused as invalid requests.
+pub fn parse_message(body: &[u8]) -> Result<Message, (McpError, Option<Value>)> {
+    let value: Value = serde_json::from_slice(body)
+        .map_err(|e| (McpError::new(ErrorKind::Parse, format!("Parse error: {e}")), None))?;
+    parse_value(value)
+}
+
+/// Validates a parsed JSON value as one JSON-RPC message.
+pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
+    let Value::Object(obj) = value else {
+        let what = if value.is_array() { "batches are not supported" } else { "not an object" };
+        return Err((McpError::invalid_request(format!("Invalid Request: {what}")), None));
+    };
+    // Echo the id in errors when it is usable.
+    let id = obj.get("id").filter(|v| v.is_string() || v.is_i64() || v.is_u64()).cloned();
+    let bad = |msg: &str| Err((McpError::invalid_request(format!("Invalid Request: {msg}")), id.clone()));
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return bad("jsonrpc must be \"2.0\"");
+    }
+    if let Some(raw_id) = obj.get("id") {
+        if !(raw_id.is_string() || raw_id.is_i64() || raw_id.is_u64()) {
+            return bad("id must be a string or an integer");
+        }
+    }
+    let params = match obj.get("params") {
+        None => Map::new(),
+        Some(Value::Object(p)) => p.clone(),
+        Some(_) => return bad("params must be an object"),
+    };
+    match (obj.get("method"), obj.get("id")) {
+        (Some(Value::String(method)), Some(id)) => Ok(Message::Request(Request {
+            id: id.clone(),
+            method: method.clone(),
+            params,
+            raw: obj.clone(),
+        })),
+        (Some(Value::String(method)), None) => Ok(Message::Notification(Notification {
+            method: method.clone(),
+            params,
+        })),
+        (Some(_), _) => bad("method must be a string"),
+        (None, Some(id)) => {
+            let outcome = match (obj.get("result"), obj.get("error")) {
+                (Some(r), None) => Ok(r.clone()),
+                (None, Some(e)) if e.is_object() => Err(e.clone()),
+                _ => return bad("a response needs exactly one of result or error"),
+            };
+            Ok(Message::Response(Response { id: id.clone(), outcome }))
+        }
+        (None, None) => bad("missing method"),
+    }
+}
+
+/// A success response.
+pub fn result_response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A notification message.
+pub fn notification(method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "method": method, "params": params})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(body: &str) -> (ErrorKind, Option<Value>) {
+        let (e, id) = parse_message(body.as_bytes()).expect_err("should fail");
+        (e.kind, id)
+    }
+
+    #[test]
+    fn requests_notifications_and_responses_are_told_apart() {
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#),
+            Ok(Message::Request(r)) if r.method == "tools/list" && r.id == 1
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Ok(Message::Notification(_))
+        ));
+        assert!(matches!(
+            parse_message(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
+            Ok(Message::Response(r)) if r.outcome.is_ok()
+        ));
+    }
+
+    #[test]
+    fn malformed_json_is_a_parse_error() {
+        assert_eq!(kind("{not json").0, ErrorKind::Parse);
+        assert_eq!(kind("").0, ErrorKind::Parse);
+    }
+
+    #[test]
+    fn malformed_requests_are_invalid_and_echo_a_usable_id() {
+        assert_eq!(kind("[]").0, ErrorKind::InvalidRequest);
+        assert_eq!(kind("42").0, ErrorKind::InvalidRequest);
+        assert_eq!(kind(r#"{"id":1,"method":"x"}"#), (ErrorKind::InvalidRequest, Some(json!(1))));
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), (ErrorKind::InvalidRequest, None));
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":2,"method":7}"#).0, ErrorKind::InvalidRequest);
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#).0, ErrorKind::InvalidRequest);
+        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":3}"#).0, ErrorKind::InvalidRequest);
+    }
+}

@@ -1,0 +1,10 @@
+//! JSON-RPC and MCP message shapes for both protocol eras.
+//!
+//! # Layout
+//! - `jsonrpc.rs`: parsing one message, building replies.
+//! - `versions.rs`: protocol versions and the `_meta` keys of 2026-07-28.
+
+pub mod jsonrpc;
+pub mod versions;
+
+pub use jsonrpc::{notification, parse_message, result_response, Message, Notification, Request, Response};

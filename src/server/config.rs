@@ -1,0 +1,105 @@
+//! Server configuration, read from Worker vars and secrets by the glue (or
+//! built directly in tests).
+
+use crate::http::AllowList;
+use crate::token::KeyRing;
+
+/// How a server behaves. Every field has a safe default.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// Optional instructions for the model.
+    pub instructions: Option<String>,
+    /// Allowed `Origin`s (empty: same-origin only).
+    pub allowed_origins: AllowList,
+    /// Allowed `Host`s (empty: not checked).
+    pub allowed_hosts: AllowList,
+    /// Bodies over this many bytes get 413.
+    pub max_body_bytes: usize,
+    /// Keys for sealed state; empty refuses stateful calls.
+    pub keys: KeyRing,
+    /// Bearer tokens and the principal each stands for; empty disables auth.
+    pub api_tokens: Vec<(String, String)>,
+    /// How long a paused call's state stays valid, in ms.
+    pub state_ttl_ms: u64,
+    /// `ttlMs` on list results and `resources/read`.
+    pub list_ttl_ms: u64,
+    /// Whether the conformance fixtures are served.
+    pub fixtures: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            name: "durable-mcp".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: None,
+            allowed_origins: AllowList::default(),
+            allowed_hosts: AllowList::default(),
+            max_body_bytes: 1 << 20,
+            keys: KeyRing::default(),
+            api_tokens: Vec::new(),
+            state_ttl_ms: 60 * 60 * 1000,
+            list_ttl_ms: 60 * 1000,
+            fixtures: false,
+        }
+    }
+}
+
+impl Config {
+    /// Reads the configuration from a lookup of Worker vars/secrets by name.
+    ///
+    /// - `SERVER_NAME`, `SERVER_VERSION`, `INSTRUCTIONS`
+    /// - `ALLOWED_ORIGINS`, `ALLOWED_HOSTS`: comma-separated (see [`AllowList`])
+    /// - `MAX_BODY_BYTES`, `STATE_TTL_SECONDS`, `LIST_TTL_SECONDS`
+    /// - `STATE_KEYS` (secret): `kid:secret,…`, newest first
+    /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth required
+    /// - `FIXTURES`: `1` serves the conformance fixtures
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut c = Self::default();
+        if let Some(v) = get("SERVER_NAME") {
+            c.name = v;
+        }
+        if let Some(v) = get("SERVER_VERSION") {
+            c.version = v;
+        }
+        c.instructions = get("INSTRUCTIONS");
+        if let Some(v) = get("ALLOWED_ORIGINS") {
+            c.allowed_origins = AllowList::parse(&v);
+        }
+        if let Some(v) = get("ALLOWED_HOSTS") {
+            c.allowed_hosts = AllowList::parse(&v);
+        }
+        let num = |name: &str| -> Result<Option<u64>, String> {
+            get(name)
+                .map(|v| v.trim().parse::<u64>().map_err(|_| format!("{name} must be a whole number")))
+                .transpose()
+        };
+        if let Some(n) = num("MAX_BODY_BYTES")? {
+            c.max_body_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = num("STATE_TTL_SECONDS")? {
+            c.state_ttl_ms = n.saturating_mul(1000);
+        }
+        if let Some(n) = num("LIST_TTL_SECONDS")? {
+            c.list_ttl_ms = n.saturating_mul(1000);
+        }
+        if let Some(v) = get("STATE_KEYS") {
+            c.keys = KeyRing::parse(&v)?;
+        }
+        if let Some(v) = get("API_TOKENS") {
+            c.api_tokens = v
+                .split(',')
+                .filter_map(|item| {
+                    let (who, tok) = item.trim().split_once(':')?;
+                    Some((tok.trim().to_string(), who.trim().to_string()))
+                })
+                .collect();
+        }
+        c.fixtures = get("FIXTURES").is_some_and(|v| v.trim() == "1" || v.trim() == "true");
+        Ok(c)
+    }
+}

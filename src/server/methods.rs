@@ -1,0 +1,185 @@
+//! Method handlers: discovery, lists, reads, calls, completion, listen.
+
+use serde_json::{json, Map, Value};
+
+use super::modern::{is_removed, object_param, Reply, RequestMeta};
+use super::mrtr::{self, Target};
+use super::{Env, Principal, Server};
+use crate::error::{ErrorKind, McpError};
+use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID};
+use crate::protocol::{notification, Request};
+
+pub(super) async fn dispatch(
+    server: &Server,
+    request: &Request,
+    meta: &RequestMeta,
+    principal: &Principal,
+    env: &Env,
+) -> Result<Reply, McpError> {
+    let p = &request.params;
+    let reply = match request.method.as_str() {
+        "server/discover" => Reply::plain(discover(server)),
+        "tools/list" => Reply::plain(list(server, "tools", server.registry.tools.iter().map(|t| t.listing()))),
+        "resources/list" => Reply::plain(list(
+            server,
+            "resources",
+            server.registry.resources.iter().map(|r| r.listing()),
+        )),
+        "resources/templates/list" => Reply::plain(list(
+            server,
+            "resourceTemplates",
+            server.registry.templates.iter().map(|t| t.listing()),
+        )),
+        "prompts/list" => Reply::plain(list(server, "prompts", server.registry.prompts.iter().map(|p| p.listing()))),
+        "tools/call" => {
+            let name = string_param(p, "name")?;
+            let tool = server
+                .registry
+                .find_tool(name)
+                .ok_or_else(|| McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}")))?;
+            let args = Value::Object(object_param(p, "arguments")?);
+            mrtr::call(server, Target::Tool(tool), args, request, meta, principal, env).await?
+        }
+        "prompts/get" => {
+            let name = string_param(p, "name")?;
+            let prompt = server
+                .registry
+                .find_prompt(name)
+                .ok_or_else(|| McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}")))?;
+            let args = Value::Object(object_param(p, "arguments")?);
+            mrtr::call(server, Target::Prompt(prompt), args, request, meta, principal, env).await?
+        }
+        "resources/read" => {
+            let uri = string_param(p, "uri")?;
+            let target = find_resource(server, uri)?;
+            let mut reply = mrtr::call(server, target, json!({"uri": uri}), request, meta, principal, env).await?;
+            if reply.result.get("resultType") == Some(&json!("complete")) {
+                add_cache_fields(server, &mut reply.result);
+            }
+            reply
+        }
+        "completion/complete" => Reply::plain(complete(server, p)?),
+        "subscriptions/listen" => listen(server, request)?,
+        m if is_removed(m) => {
+            return Err(McpError::new(
+                ErrorKind::MethodNotFound,
+                format!("Method not found: {m} was removed in protocol version 2026-07-28"),
+            ))
+        }
+        m => return Err(McpError::method_not_found(m)),
+    };
+    Ok(reply)
+}
+
+fn string_param<'a>(p: &'a Map<String, Value>, key: &str) -> Result<&'a str, McpError> {
+    p.get(key)
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params(format!("Invalid params: {key} must be a string")))
+}
+
+/// `server/discover`: versions, capabilities, identity.
+fn discover(server: &Server) -> Value {
+    let mut result = json!({
+        "resultType": "complete",
+        "supportedVersions": super::supported_versions(),
+        "capabilities": capabilities(),
+        "_meta": {META_SERVER_INFO: {"name": server.config.name, "version": server.config.version}},
+    });
+    if let Some(i) = &server.config.instructions {
+        result["instructions"] = json!(i);
+    }
+    add_cache_fields(server, &mut result);
+    result
+}
+
+/// What this server supports. Lists are static per deployment, so no
+/// `listChanged` is promised.
+pub(crate) fn capabilities() -> Value {
+    json!({
+        "tools": {},
+        "resources": {},
+        "prompts": {},
+        "completions": {},
+        "logging": {},
+    })
+}
+
+/// `ttlMs` and `cacheScope`: lists are the same for every caller unless
+/// auth is on, in which case only the caller may cache them.
+fn add_cache_fields(server: &Server, result: &mut Value) {
+    result["ttlMs"] = json!(server.config.list_ttl_ms);
+    let scope = if server.config.api_tokens.is_empty() { "public" } else { "private" };
+    result["cacheScope"] = json!(scope);
+}
+
+fn list(server: &Server, key: &str, items: impl Iterator<Item = Value>) -> Value {
+    let mut result = json!({"resultType": "complete", key: items.collect::<Vec<_>>()});
+    add_cache_fields(server, &mut result);
+    result
+}
+
+fn find_resource<'a>(server: &'a Server, uri: &str) -> Result<Target<'a>, McpError> {
+    if let Some(r) = server.registry.resources.iter().find(|r| r.uri == uri) {
+        return Ok(Target::Resource(r));
+    }
+    for t in &server.registry.templates {
+        if t.match_uri(uri).is_some() {
+            return Ok(Target::Template(t));
+        }
+    }
+    Err(McpError::new(ErrorKind::ResourceNotFound, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
+}
+
+/// `completion/complete` for prompt arguments and template variables.
+fn complete(server: &Server, p: &Map<String, Value>) -> Result<Value, McpError> {
+    let reference = object_param(p, "ref")?;
+    let argument = object_param(p, "argument")?;
+    let arg_name = string_param(&argument, "name")?;
+    let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
+    let context = object_param(p, "context")?;
+    let context_args = object_param(&context, "arguments")?;
+    let completer = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = string_param(&reference, "name")?;
+            let prompt = server
+                .registry
+                .find_prompt(name)
+                .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
+            prompt.completer.clone()
+        }
+        Some("ref/resource") => {
+            let uri = string_param(&reference, "uri")?;
+            server
+                .registry
+                .templates
+                .iter()
+                .find(|t| t.template == uri)
+                .and_then(|t| t.completer.clone())
+        }
+        _ => return Err(McpError::invalid_params("Invalid params: ref.type must be ref/prompt or ref/resource")),
+    };
+    let mut values = completer.map(|c| c(arg_name, value, &context_args)).unwrap_or_default();
+    let total = values.len();
+    values.truncate(100);
+    Ok(json!({
+        "resultType": "complete",
+        "completion": {"values": values, "total": total, "hasMore": total > 100}
+    }))
+}
+
+/// `subscriptions/listen`: the stream opens with the acknowledgement. Our
+/// lists never change while a deployment runs, so no list-changed
+/// notification follows; the stream stays open with keepalives.
+fn listen(server: &Server, request: &Request) -> Result<Reply, McpError> {
+    let _ = server;
+    let wanted = object_param(&request.params, "notifications")?;
+    let ack = notification(
+        "notifications/subscriptions/acknowledged",
+        json!({"notifications": wanted, "_meta": {META_SUBSCRIPTION_ID: request.id}}),
+    );
+    Ok(Reply {
+        result: Value::Null,
+        notifications: vec![ack],
+        hold_open: true,
+    })
+}

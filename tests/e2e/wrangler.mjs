@@ -1,0 +1,73 @@
+// Starts and stops `wrangler dev` for end-to-end tests: a free port on
+// 127.0.0.1, a fresh (or given) --persist-to directory, stopped by PID.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
+
+/** A port nothing listens on right now. */
+export async function freePort() {
+  return new Promise((ok, fail) => {
+    const s = createServer();
+    s.unref();
+    s.on('error', fail);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => ok(port));
+    });
+  });
+}
+
+/** A fresh directory for Durable Object storage. */
+export function freshPersistDir() {
+  return mkdtempSync(join(tmpdir(), 'durable-mcp-state-'));
+}
+
+/**
+ * Starts `wrangler dev` on the built worker (DMCP_SKIP_BUILD=1: the test
+ * script built it once). Resolves when /mcp answers.
+ * @param {{persistTo?: string, port?: number, vars?: Record<string,string>}} opts
+ */
+export async function startWrangler(opts = {}) {
+  const port = opts.port ?? (await freePort());
+  const persistTo = opts.persistTo ?? freshPersistDir();
+  const vars = { FIXTURES: '1', ...(opts.vars ?? {}) };
+  const args = [WRANGLER, 'dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistTo,
+    '--show-interactive-dev-session=false', '--inspector-port', String(await freePort())];
+  for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`);
+  const logPath = join(persistTo, `wrangler-${port}.log`);
+  const log = openSync(logPath, 'a');
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    detached: true, // its own process group, so stop() also ends workerd
+    stdio: ['ignore', log, log],
+    env: { ...process.env, DMCP_SKIP_BUILD: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
+  });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const server = {
+    url, port, persistTo, pid: child.pid, logPath,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((ok) => child.once('exit', ok));
+      try { process.kill(-child.pid, 'SIGTERM'); } catch { return; }
+      const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} }, 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  const deadline = Date.now() + 120_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+      if (r.status === 400) return server; // our parse error: the worker is up
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  await server.stop();
+  throw new Error(`wrangler dev did not come up on ${url}; log:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+}
