@@ -84,7 +84,10 @@ impl McpError {
 
     /// Shorthand for [`ErrorKind::MethodNotFound`].
     pub fn method_not_found(method: &str) -> Self {
-        Self::new(ErrorKind::MethodNotFound, format!("Method not found: {method}"))
+        Self::new(
+            ErrorKind::MethodNotFound,
+            format!("Method not found: {method}"),
+        )
     }
 
     /// Shorthand for [`ErrorKind::Internal`].

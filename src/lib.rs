@@ -13,6 +13,8 @@
 //! - [`engine`]: the replay engine, `Cx` and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
 //! - [`http`]: Streamable HTTP framing as pure functions.
+//! - [`token`]: sealed state tokens.
+//! - [`store`]: storage of durable calls (a sync trait + in-memory).
 //! - [`tools`]: example tools and the conformance fixtures.
 //! - `worker` (wasm32 only): the Cloudflare glue.
 
@@ -21,6 +23,7 @@ pub mod error;
 pub mod http;
 pub mod protocol;
 pub mod server;
+pub mod store;
 pub mod token;
 pub mod tools;
 

@@ -37,7 +37,12 @@ impl KeyRing {
     /// the id `k0`. Secrets shorter than 16 bytes are refused.
     pub fn parse(spec: &str) -> Result<Self, String> {
         let mut keys = Vec::new();
-        for (i, item) in spec.split(',').map(str::trim).filter(|s| !s.is_empty()).enumerate() {
+        for (i, item) in spec
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .enumerate()
+        {
             let (kid, secret) = match item.split_once(':') {
                 Some((k, s)) => (k.trim().to_string(), s.trim()),
                 None => (format!("k{i}"), item),
@@ -89,6 +94,10 @@ pub struct Claims {
     /// True when the call runs in durable mode.
     #[serde(default)]
     pub durable: bool,
+    /// The call's arguments, for wires whose retries do not repeat them
+    /// (`tools/resumeSaga`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Value>,
 }
 
 /// What a token must be bound to.
@@ -105,19 +114,23 @@ pub struct Binding<'a> {
 }
 
 fn refused(what: &str) -> McpError {
-    McpError::new(ErrorKind::InvalidState, format!("Invalid request state: {what}"))
+    McpError::new(
+        ErrorKind::InvalidState,
+        format!("Invalid request state: {what}"),
+    )
 }
 
 /// Seals `claims` with the newest key (its id is written into the claims).
 pub fn seal(ring: &KeyRing, mut claims: Claims) -> Result<String, McpError> {
-    let (kid, _) = ring
-        .keys
-        .first()
-        .ok_or_else(|| McpError::internal("no state key is configured; stateful calls are disabled"))?;
+    let (kid, _) = ring.keys.first().ok_or_else(|| {
+        McpError::internal("no state key is configured; stateful calls are disabled")
+    })?;
     claims.kid = kid.clone();
     let payload = serde_json::to_vec(&claims).map_err(|e| McpError::internal(e.to_string()))?;
     let body = format!("{VERSION}.{}", URL_SAFE_NO_PAD.encode(payload));
-    let mut mac = ring.mac(kid).ok_or_else(|| McpError::internal("state key unusable"))?;
+    let mut mac = ring
+        .mac(kid)
+        .ok_or_else(|| McpError::internal("state key unusable"))?;
     mac.update(DOMAIN);
     mac.update(body.as_bytes());
     let tag = mac.finalize().into_bytes();
@@ -126,37 +139,13 @@ pub fn seal(ring: &KeyRing, mut claims: Claims) -> Result<String, McpError> {
 
 /// Opens a token: checks format, MAC (constant time), expiry at `now_ms`,
 /// and the binding. Errors say only which class of problem it was.
-pub fn open(ring: &KeyRing, token: &str, now_ms: u64, expect: Binding<'_>) -> Result<Claims, McpError> {
-    if ring.is_empty() {
-        return Err(McpError::internal("no state key is configured; stateful calls are disabled"));
-    }
-    let mut parts = token.split('.');
-    let (Some(version), Some(payload_b64), Some(tag_b64), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(refused("malformed"));
-    };
-    if version != VERSION {
-        return Err(refused("malformed"));
-    }
-    let payload = URL_SAFE_NO_PAD.decode(payload_b64).map_err(|_| refused("malformed"))?;
-    let tag = URL_SAFE_NO_PAD.decode(tag_b64).map_err(|_| refused("malformed"))?;
-    // The key id is read before the MAC is checked only to pick the key; the
-    // claims are not trusted until the MAC verifies.
-    #[derive(Deserialize)]
-    struct KidOnly {
-        kid: String,
-    }
-    let kid: KidOnly = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
-    let mut mac = ring.mac(&kid.kid).ok_or_else(|| refused("signature does not verify"))?;
-    mac.update(DOMAIN);
-    mac.update(version.as_bytes());
-    mac.update(b".");
-    mac.update(payload_b64.as_bytes());
-    mac.verify_slice(&tag).map_err(|_| refused("signature does not verify"))?;
-    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
-    if now_ms >= claims.exp {
-        return Err(refused("expired"));
-    }
+pub fn open(
+    ring: &KeyRing,
+    token: &str,
+    now_ms: u64,
+    expect: Binding<'_>,
+) -> Result<Claims, McpError> {
+    let claims = open_unbound(ring, token, now_ms)?;
     if claims.method != expect.method || claims.target != expect.target {
         return Err(refused("issued for another request"));
     }
@@ -165,6 +154,53 @@ pub fn open(ring: &KeyRing, token: &str, now_ms: u64, expect: Binding<'_>) -> Re
     }
     if claims.sub != expect.sub {
         return Err(refused("issued to another principal"));
+    }
+    Ok(claims)
+}
+
+/// Opens a token checking format, MAC and expiry only: for wires whose
+/// request names nothing but the token (`tools/resumeSaga`) and for
+/// routing. The caller must still check the binding (or call [`open`]).
+pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, McpError> {
+    if ring.is_empty() {
+        return Err(McpError::internal(
+            "no state key is configured; stateful calls are disabled",
+        ));
+    }
+    let mut parts = token.split('.');
+    let (Some(version), Some(payload_b64), Some(tag_b64), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(refused("malformed"));
+    };
+    if version != VERSION {
+        return Err(refused("malformed"));
+    }
+    let payload = URL_SAFE_NO_PAD
+        .decode(payload_b64)
+        .map_err(|_| refused("malformed"))?;
+    let tag = URL_SAFE_NO_PAD
+        .decode(tag_b64)
+        .map_err(|_| refused("malformed"))?;
+    // The key id is read before the MAC is checked only to pick the key; the
+    // claims are not trusted until the MAC verifies.
+    #[derive(Deserialize)]
+    struct KidOnly {
+        kid: String,
+    }
+    let kid: KidOnly = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
+    let mut mac = ring
+        .mac(&kid.kid)
+        .ok_or_else(|| refused("signature does not verify"))?;
+    mac.update(DOMAIN);
+    mac.update(version.as_bytes());
+    mac.update(b".");
+    mac.update(payload_b64.as_bytes());
+    mac.verify_slice(&tag)
+        .map_err(|_| refused("signature does not verify"))?;
+    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
+    if now_ms >= claims.exp {
+        return Err(refused("expired"));
     }
     Ok(claims)
 }
@@ -190,6 +226,7 @@ mod tests {
             round: 1,
             journal: Some(Journal::new()),
             durable: false,
+            arguments: None,
         }
     }
 
@@ -242,11 +279,20 @@ mod tests {
         assert!(message(open(&r, &forged, 2_000, bind())).contains("verify"));
         assert!(head.starts_with("v1."));
         assert!(message(open(&r, &t, 61_000, bind())).contains("expired"));
-        let b = Binding { target: "other", ..bind() };
+        let b = Binding {
+            target: "other",
+            ..bind()
+        };
         assert!(message(open(&r, &t, 2_000, b)).contains("another request"));
-        let b = Binding { args: "d2", ..bind() };
+        let b = Binding {
+            args: "d2",
+            ..bind()
+        };
         assert!(message(open(&r, &t, 2_000, b)).contains("other arguments"));
-        let b = Binding { sub: "bob", ..bind() };
+        let b = Binding {
+            sub: "bob",
+            ..bind()
+        };
         assert!(message(open(&r, &t, 2_000, b)).contains("another principal"));
         let wrong = ring("k:ffffffffffffffffffffff");
         assert!(message(open(&wrong, &t, 2_000, bind())).contains("verify"));

@@ -86,14 +86,23 @@ pub struct SampleResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Why the model stopped.
-    #[serde(default, rename = "stopReason", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        rename = "stopReason",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub stop_reason: Option<String>,
 }
 
 impl SampleResult {
     /// The text of the answer (text blocks joined).
     pub fn text(&self) -> String {
-        let block_text = |b: &Value| b.get("text").and_then(Value::as_str).unwrap_or("").to_string();
+        let block_text = |b: &Value| {
+            b.get("text")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
         match &self.content {
             Value::Array(blocks) => blocks.iter().map(block_text).collect(),
             b => block_text(b),
@@ -177,7 +186,8 @@ impl Cx {
 
     /// Sets the lowest log level the client asked for (`None`: no log messages).
     pub fn with_log_level(self, level: Option<&str>) -> Self {
-        self.state.borrow_mut().log_level = level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+        self.state.borrow_mut().log_level =
+            level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
         self
     }
 
@@ -209,7 +219,10 @@ impl Cx {
 
     /// Asks the client's model for a completion (`sampling/createMessage`).
     pub fn sample(&self, key: &str, params: Value) -> Ready<Result<SampleResult, ToolError>> {
-        ready(self.ask(key, "sampling/createMessage", params).and_then(decode))
+        ready(
+            self.ask(key, "sampling/createMessage", params)
+                .and_then(decode),
+        )
     }
 
     /// Asks the client for its roots (`roots/list`).
@@ -246,7 +259,13 @@ impl Cx {
         if let Some(v) = st.offered.remove(key) {
             if answer_shape_ok(method, &v) {
                 let asked = request.digest();
-                st.journal.answers.insert(key.to_string(), Answer { asked, outcome: Ok(v.clone()) });
+                st.journal.answers.insert(
+                    key.to_string(),
+                    Answer {
+                        asked,
+                        outcome: Ok(v.clone()),
+                    },
+                );
                 return Ok(v);
             }
         }
@@ -276,14 +295,20 @@ impl Cx {
         // No borrow is held across the effect's await.
         let out = effect().await?;
         let v = serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
-        self.state.borrow_mut().journal.once.insert(key.to_string(), v);
+        self.state
+            .borrow_mut()
+            .journal
+            .once
+            .insert(key.to_string(), v);
         Ok(out)
     }
 
     /// Reports progress, when the client sent a progress token.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
         let mut st = self.state.borrow_mut();
-        let Some(token) = st.progress_token.clone() else { return };
+        let Some(token) = st.progress_token.clone() else {
+            return;
+        };
         let mut params = json!({"progressToken": token, "progress": progress});
         if let Some(t) = total {
             params["total"] = json!(t);
@@ -302,7 +327,8 @@ impl Cx {
         let this = LOG_LEVELS.iter().position(|x| *x == level);
         if let (Some(min), Some(this)) = (wanted, this) {
             if this >= min {
-                st.notifications.push(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                st.notifications
+                    .push(json!({"jsonrpc": "2.0", "method": "notifications/message",
                     "params": {"level": level, "data": data}}));
             }
         }
@@ -328,5 +354,6 @@ pub(crate) struct Finished {
 }
 
 fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ToolError> {
-    serde_json::from_value(v).map_err(|e| ToolError::Failed(format!("the client's answer has an unexpected shape: {e}")))
+    serde_json::from_value(v)
+        .map_err(|e| ToolError::Failed(format!("the client's answer has an unexpected shape: {e}")))
 }

@@ -47,10 +47,16 @@ where
     fn call<'a>(&'a self, cx: &'a mut Cx, args: Value) -> LocalFuture<'a, Result<T, ToolError>> {
         // Absent arguments are an empty object, so `struct Args {}` and
         // all-optional structs work without the client sending `{}`.
-        let args = if args.is_null() { Value::Object(Default::default()) } else { args };
+        let args = if args.is_null() {
+            Value::Object(Default::default())
+        } else {
+            args
+        };
         match serde_json::from_value::<A>(args) {
             Ok(a) => self.inner.call(cx, a),
-            Err(e) => Box::pin(std::future::ready(Err(ToolError::Failed(format!("Invalid arguments: {e}"))))),
+            Err(e) => Box::pin(std::future::ready(Err(ToolError::Failed(format!(
+                "Invalid arguments: {e}"
+            ))))),
         }
     }
 }

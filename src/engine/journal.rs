@@ -79,11 +79,17 @@ impl Journal {
 
     /// Records client answers to pending requests. Keys that were not asked
     /// are ignored (MRTR: extra keys are ignored). Returns how many were taken.
-    pub fn accept_answers(&mut self, answers: impl IntoIterator<Item = (String, Result<Value, Value>)>) -> usize {
+    pub fn accept_answers(
+        &mut self,
+        answers: impl IntoIterator<Item = (String, Result<Value, Value>)>,
+    ) -> usize {
         let mut taken = 0;
         for (key, outcome) in answers {
             if let Some(req) = self.pending.get(&key) {
-                if outcome.as_ref().map_or(true, |v| answer_shape_ok(&req.method, v)) {
+                if outcome
+                    .as_ref()
+                    .map_or(true, |v| answer_shape_ok(&req.method, v))
+                {
                     let asked = req.digest();
                     self.pending.remove(&key);
                     self.answers.insert(key, Answer { asked, outcome });
@@ -99,10 +105,12 @@ impl Journal {
 /// wrong shape is not taken, so the request is asked again.
 pub fn answer_shape_ok(method: &str, value: &Value) -> bool {
     match method {
-        "elicitation/create" => matches!(
-            value.get("action").and_then(Value::as_str),
-            Some("accept" | "decline" | "cancel")
-        ) && value.get("content").is_none_or(Value::is_object),
+        "elicitation/create" => {
+            matches!(
+                value.get("action").and_then(Value::as_str),
+                Some("accept" | "decline" | "cancel")
+            ) && value.get("content").is_none_or(Value::is_object)
+        }
         "sampling/createMessage" => value.get("role").is_some() && value.get("content").is_some(),
         "roots/list" => value.get("roots").is_some_and(Value::is_array),
         _ => value.is_object(),
@@ -132,7 +140,10 @@ mod tests {
                 params: json!({"message": "?"}),
             },
         );
-        j.accept_answers([("t".to_string(), Ok(json!({"action": "accept", "content": {"x": 1}})))]);
+        j.accept_answers([(
+            "t".to_string(),
+            Ok(json!({"action": "accept", "content": {"x": 1}})),
+        )]);
         j.once.insert("ticket".into(), json!("T-1"));
         j.round = 2;
         let text = serde_json::to_string(&j).expect("serializes");
@@ -149,16 +160,28 @@ mod tests {
                 params: Value::Null,
             },
         );
-        assert_eq!(j.accept_answers([("zzz".to_string(), Ok(json!({"action": "accept"})))]), 0);
-        assert_eq!(j.accept_answers([("a".to_string(), Ok(json!({"action": "maybe"})))]), 0);
+        assert_eq!(
+            j.accept_answers([("zzz".to_string(), Ok(json!({"action": "accept"})))]),
+            0
+        );
+        assert_eq!(
+            j.accept_answers([("a".to_string(), Ok(json!({"action": "maybe"})))]),
+            0
+        );
         assert!(j.pending.contains_key("a"));
-        assert_eq!(j.accept_answers([("a".to_string(), Ok(json!({"action": "decline"})))]), 1);
+        assert_eq!(
+            j.accept_answers([("a".to_string(), Ok(json!({"action": "decline"})))]),
+            1
+        );
         assert!(j.pending.is_empty());
     }
 
     #[test]
     fn digests_ignore_key_order() {
-        assert_eq!(digest_json(&json!({"a": 1, "b": 2})), digest_json(&json!({"b": 2, "a": 1})));
+        assert_eq!(
+            digest_json(&json!({"a": 1, "b": 2})),
+            digest_json(&json!({"b": 2, "a": 1}))
+        );
         assert_ne!(digest_json(&json!({"a": 1})), digest_json(&json!({"a": 2})));
     }
 }

@@ -112,9 +112,9 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
         Ok(value) => Outcome::Complete(value),
         // A body may swallow a Suspend (`.ok()`) and still return; whatever it
         // returns wins. A body that suspended with nothing registered is a bug.
-        Err(ToolError::Suspend) if done.asked.is_empty() => {
-            Outcome::Error(McpError::internal("the tool suspended without asking anything"))
-        }
+        Err(ToolError::Suspend) if done.asked.is_empty() => Outcome::Error(McpError::internal(
+            "the tool suspended without asking anything",
+        )),
         Err(ToolError::Suspend) => {
             let mut journal = done.journal;
             journal.pending = done.asked.clone();
@@ -131,7 +131,9 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
             .with_data(serde_json::json!({ "requiredCapabilities": caps })),
         ),
         Err(ToolError::Nondeterminism(m)) => Outcome::Error(McpError::internal(m)),
-        Err(ToolError::Client(e)) => Outcome::ToolFailed(format!("the client reported an error: {e}")),
+        Err(ToolError::Client(e)) => {
+            Outcome::ToolFailed(format!("the client reported an error: {e}"))
+        }
         Err(ToolError::Failed(m)) => Outcome::ToolFailed(m),
         Err(ToolError::Protocol(e)) => Outcome::Error(e),
     };

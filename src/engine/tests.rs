@@ -19,10 +19,17 @@ fn drive<T: std::fmt::Debug + 'static>(
 ) -> (T, u32) {
     let mut journal = Journal::new();
     for round in 0..10 {
-        let run = block_on(run(handler, Cx::new(journal.clone(), ClientCaps::all()), Value::Null));
+        let run = block_on(run(
+            handler,
+            Cx::new(journal.clone(), ClientCaps::all()),
+            Value::Null,
+        ));
         match run.outcome {
             Outcome::Complete(v) => return (v, round),
-            Outcome::InputRequired { requests, journal: j } => {
+            Outcome::InputRequired {
+                requests,
+                journal: j,
+            } => {
                 journal = j;
                 journal.accept_answers(requests.iter().map(|(k, r)| (k.clone(), answer(r))));
                 journal.round += 1;
@@ -38,9 +45,15 @@ fn a_tool_is_replayed_until_every_answer_is_in() {
     let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
         let a = cx.elicit("a", form("A?", json!({}))).await?;
         let b = cx.elicit("b", form("B?", json!({}))).await?;
-        Ok(format!("{}{}", a.field::<String>("v").unwrap_or_default(), b.field::<String>("v").unwrap_or_default()))
+        Ok(format!(
+            "{}{}",
+            a.field::<String>("v").unwrap_or_default(),
+            b.field::<String>("v").unwrap_or_default()
+        ))
     });
-    let (v, rounds) = drive(&*h, |r| elicit_answer(r.params["message"].as_str().unwrap_or("")));
+    let (v, rounds) = drive(&*h, |r| {
+        elicit_answer(r.params["message"].as_str().unwrap_or(""))
+    });
     assert_eq!(v, "A?B?");
     assert_eq!(rounds, 2);
 }
@@ -54,11 +67,19 @@ fn asks_made_before_awaiting_go_out_in_one_round() {
         let (a, s, r) = (a.await?, s.await?, r.await?);
         Ok(format!("{} {} {}", a.action, s.text(), r.len()))
     });
-    let first = block_on(run(&*h, Cx::new(Journal::new(), ClientCaps::all()), Value::Null));
-    let Outcome::InputRequired { requests, .. } = first.outcome else { panic!("expected input") };
+    let first = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        Value::Null,
+    ));
+    let Outcome::InputRequired { requests, .. } = first.outcome else {
+        panic!("expected input")
+    };
     assert_eq!(requests.keys().collect::<Vec<_>>(), ["a", "r", "s"]);
     let (v, rounds) = drive(&*h, |r| match r.method.as_str() {
-        "sampling/createMessage" => Ok(json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"})),
+        "sampling/createMessage" => Ok(
+            json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"}),
+        ),
         "roots/list" => Ok(json!({"roots": [{"uri": "file:///x"}]})),
         _ => elicit_answer("x"),
     });
@@ -69,13 +90,20 @@ fn asks_made_before_awaiting_go_out_in_one_round() {
 fn once_effects_do_not_run_again_on_replay() {
     let runs = Rc::new(Cell::new(0));
     let counter = runs.clone();
-    let h = boxed(async move |cx: &mut Cx, _: Value| -> Result<u32, ToolError> {
-        let c = counter.clone();
-        let ticket: u32 = cx.once("ticket", async || { c.set(c.get() + 1); Ok(c.get() * 100) }).await?;
-        cx.elicit("confirm", form("ok?", json!({}))).await?;
-        cx.elicit("again", form("sure?", json!({}))).await?;
-        Ok(ticket)
-    });
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<u32, ToolError> {
+            let c = counter.clone();
+            let ticket: u32 = cx
+                .once("ticket", async || {
+                    c.set(c.get() + 1);
+                    Ok(c.get() * 100)
+                })
+                .await?;
+            cx.elicit("confirm", form("ok?", json!({}))).await?;
+            cx.elicit("again", form("sure?", json!({}))).await?;
+            Ok(ticket)
+        },
+    );
     let (v, rounds) = drive(&*h, |_| elicit_answer("y"));
     assert_eq!((v, rounds, runs.get()), (100, 2, 1));
 }
@@ -84,13 +112,25 @@ fn once_effects_do_not_run_again_on_replay() {
 fn a_replay_that_asks_differently_is_nondeterminism() {
     let flip = Rc::new(Cell::new(false));
     let f = flip.clone();
-    let h = boxed(async move |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
-        let msg = if f.get() { "changed" } else { "first" };
-        cx.elicit("k", form(msg, json!({}))).await?;
-        Ok(())
-    });
-    let first = block_on(run(&*h, Cx::new(Journal::new(), ClientCaps::all()), Value::Null));
-    let Outcome::InputRequired { requests, mut journal } = first.outcome else { panic!() };
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
+            let msg = if f.get() { "changed" } else { "first" };
+            cx.elicit("k", form(msg, json!({}))).await?;
+            Ok(())
+        },
+    );
+    let first = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        Value::Null,
+    ));
+    let Outcome::InputRequired {
+        requests,
+        mut journal,
+    } = first.outcome
+    else {
+        panic!()
+    };
     journal.accept_answers(requests.keys().map(|k| (k.clone(), elicit_answer("x"))));
     flip.set(true);
     let second = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
@@ -106,22 +146,34 @@ fn asking_without_the_capability_is_a_missing_capability_error() {
         cx.sample("s", ask("hi", 5)).await?;
         Ok(())
     });
-    let caps = ClientCaps { elicitation: true, ..ClientCaps::default() };
+    let caps = ClientCaps {
+        elicitation: true,
+        ..ClientCaps::default()
+    };
     let r = block_on(run(&*h, Cx::new(Journal::new(), caps), Value::Null));
-    let Outcome::Error(e) = r.outcome else { panic!("expected error") };
+    let Outcome::Error(e) = r.outcome else {
+        panic!("expected error")
+    };
     assert_eq!(e.code(), -32021);
-    assert_eq!(e.data, Some(json!({"requiredCapabilities": {"sampling": {}}})));
+    assert_eq!(
+        e.data,
+        Some(json!({"requiredCapabilities": {"sampling": {}}}))
+    );
 }
 
 #[test]
 fn a_client_error_reaches_the_tool_as_a_value_it_can_handle() {
     let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
         match cx.elicit("a", form("A?", json!({}))).await {
-            Err(ToolError::Client(e)) => Ok(format!("handled {}", e["message"].as_str().unwrap_or(""))),
+            Err(ToolError::Client(e)) => {
+                Ok(format!("handled {}", e["message"].as_str().unwrap_or("")))
+            }
             other => other.map(|r| r.action),
         }
     });
-    let (v, _) = drive(&*h, |_| Err(json!({"code": -1, "message": "user went away"})));
+    let (v, _) = drive(&*h, |_| {
+        Err(json!({"code": -1, "message": "user went away"}))
+    });
     assert_eq!(v, "handled user went away");
 }
 
@@ -133,6 +185,10 @@ fn bad_arguments_fail_the_tool_not_the_protocol() {
         n: u32,
     }
     let h = boxed(async |_: &mut Cx, a: Args| -> Result<u32, ToolError> { Ok(a.n) });
-    let r = block_on(run(&*h, Cx::new(Journal::new(), ClientCaps::all()), json!({"n": "x"})));
+    let r = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        json!({"n": "x"}),
+    ));
     assert!(matches!(r.outcome, Outcome::ToolFailed(m) if m.starts_with("Invalid arguments")));
 }

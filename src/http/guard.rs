@@ -35,9 +35,9 @@ impl AllowList {
     fn allows(&self, value: &str) -> bool {
         let value = value.trim().to_ascii_lowercase();
         let host = host_of(&value);
-        self.0
-            .iter()
-            .any(|entry| entry == "*" || *entry == value || (!entry.contains("://") && entry == host))
+        self.0.iter().any(|entry| {
+            entry == "*" || *entry == value || (!entry.contains("://") && entry == host)
+        })
     }
 }
 
@@ -87,7 +87,9 @@ pub fn check_origin_and_host(
             return Err(GuardRejection::Origin);
         }
         let ok = if origins.is_empty() {
-            host.is_some_and(|h| host_of(&h.to_ascii_lowercase()) == host_of(&origin.to_ascii_lowercase()))
+            host.is_some_and(|h| {
+                host_of(&h.to_ascii_lowercase()) == host_of(&origin.to_ascii_lowercase())
+            })
         } else {
             origins.allows(origin)
         };
@@ -108,7 +110,13 @@ mod tests {
         for h in ["localhost", "localhost:8787", "127.0.0.1:1", "[::1]:8787"] {
             assert!(check_origin_and_host(None, Some(h), &l, &l).is_ok(), "{h}");
         }
-        assert!(check_origin_and_host(Some("http://localhost:3000"), Some("localhost:8787"), &l, &l).is_ok());
+        assert!(check_origin_and_host(
+            Some("http://localhost:3000"),
+            Some("localhost:8787"),
+            &l,
+            &l
+        )
+        .is_ok());
     }
 
     #[test]
@@ -122,9 +130,17 @@ mod tests {
             check_origin_and_host(None, Some("evil.example:8787"), &l, &l),
             Err(GuardRejection::Host)
         );
-        assert_eq!(check_origin_and_host(None, None, &l, &l), Err(GuardRejection::Host));
         assert_eq!(
-            check_origin_and_host(Some("http://localhost.evil.example"), Some("localhost"), &l, &l),
+            check_origin_and_host(None, None, &l, &l),
+            Err(GuardRejection::Host)
+        );
+        assert_eq!(
+            check_origin_and_host(
+                Some("http://localhost.evil.example"),
+                Some("localhost"),
+                &l,
+                &l
+            ),
             Err(GuardRejection::Origin)
         );
     }
@@ -141,7 +157,12 @@ mod tests {
         )
         .is_ok());
         assert_eq!(
-            check_origin_and_host(Some("https://evil.example"), Some("mcp.example.com"), &none, &none),
+            check_origin_and_host(
+                Some("https://evil.example"),
+                Some("mcp.example.com"),
+                &none,
+                &none
+            ),
             Err(GuardRejection::Origin)
         );
     }
@@ -150,7 +171,9 @@ mod tests {
     fn full_origins_and_wildcards_match() {
         let o = AllowList::parse("https://app.example:8443");
         let none = AllowList::default();
-        assert!(check_origin_and_host(Some("https://app.example:8443"), Some("x"), &o, &none).is_ok());
+        assert!(
+            check_origin_and_host(Some("https://app.example:8443"), Some("x"), &o, &none).is_ok()
+        );
         assert!(check_origin_and_host(Some("https://app.example"), Some("x"), &o, &none).is_err());
         let any = AllowList::parse("*");
         assert!(check_origin_and_host(Some("https://a.b"), Some("c"), &any, &any).is_ok());

@@ -14,7 +14,10 @@ const SUFFIX: &str = "?=";
 pub fn decode_header_value(raw: &str) -> Option<String> {
     let raw = raw.trim();
     let lower = raw.to_ascii_lowercase();
-    if lower.starts_with(PREFIX) && raw.ends_with(SUFFIX) && raw.len() >= PREFIX.len() + SUFFIX.len() {
+    if lower.starts_with(PREFIX)
+        && raw.ends_with(SUFFIX)
+        && raw.len() >= PREFIX.len() + SUFFIX.len()
+    {
         let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
         let bytes = STANDARD.decode(inner).ok()?;
         String::from_utf8(bytes).ok()
@@ -43,7 +46,10 @@ mod tests {
 
     #[test]
     fn plain_values_pass_through() {
-        assert_eq!(decode_header_value("tools/call").as_deref(), Some("tools/call"));
+        assert_eq!(
+            decode_header_value("tools/call").as_deref(),
+            Some("tools/call")
+        );
         assert_eq!(encode_header_value("test_simple_text"), "test_simple_text");
     }
 
@@ -52,7 +58,10 @@ mod tests {
         let enc = encode_header_value("café ☕");
         assert!(enc.starts_with("=?base64?"));
         assert_eq!(decode_header_value(&enc).as_deref(), Some("café ☕"));
-        assert_eq!(decode_header_value("=?BASE64?Y2Fmw6k=?=").as_deref(), Some("café"));
+        assert_eq!(
+            decode_header_value("=?BASE64?Y2Fmw6k=?=").as_deref(),
+            Some("café")
+        );
     }
 
     #[test]

@@ -33,7 +33,10 @@ impl SseEvent {
         if let Some(id) = &self.id {
             // An id may not contain a newline or NUL; strip them rather than
             // emit a frame the client would misparse.
-            let clean: String = id.chars().filter(|c| !matches!(c, '\n' | '\r' | '\0')).collect();
+            let clean: String = id
+                .chars()
+                .filter(|c| !matches!(c, '\n' | '\r' | '\0'))
+                .collect();
             out.push_str("id: ");
             out.push_str(&clean);
             out.push('\n');

@@ -50,20 +50,39 @@ pub struct Response {
 /// Parses one message from a request body. Batches (arrays) are not part of
 /// MCP since 2025-06-18 and are refused as invalid requests.
 pub fn parse_message(body: &[u8]) -> Result<Message, (McpError, Option<Value>)> {
-    let value: Value = serde_json::from_slice(body)
-        .map_err(|e| (McpError::new(ErrorKind::Parse, format!("Parse error: {e}")), None))?;
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        (
+            McpError::new(ErrorKind::Parse, format!("Parse error: {e}")),
+            None,
+        )
+    })?;
     parse_value(value)
 }
 
 /// Validates a parsed JSON value as one JSON-RPC message.
 pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
     let Value::Object(obj) = value else {
-        let what = if value.is_array() { "batches are not supported" } else { "not an object" };
-        return Err((McpError::invalid_request(format!("Invalid Request: {what}")), None));
+        let what = if value.is_array() {
+            "batches are not supported"
+        } else {
+            "not an object"
+        };
+        return Err((
+            McpError::invalid_request(format!("Invalid Request: {what}")),
+            None,
+        ));
     };
     // Echo the id in errors when it is usable.
-    let id = obj.get("id").filter(|v| v.is_string() || v.is_i64() || v.is_u64()).cloned();
-    let bad = |msg: &str| Err((McpError::invalid_request(format!("Invalid Request: {msg}")), id.clone()));
+    let id = obj
+        .get("id")
+        .filter(|v| v.is_string() || v.is_i64() || v.is_u64())
+        .cloned();
+    let bad = |msg: &str| {
+        Err((
+            McpError::invalid_request(format!("Invalid Request: {msg}")),
+            id.clone(),
+        ))
+    };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return bad("jsonrpc must be \"2.0\"");
     }
@@ -95,7 +114,10 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
                 (None, Some(e)) if e.is_object() => Err(e.clone()),
                 _ => return bad("a response needs exactly one of result or error"),
             };
-            Ok(Message::Response(Response { id: id.clone(), outcome }))
+            Ok(Message::Response(Response {
+                id: id.clone(),
+                outcome,
+            }))
         }
         (None, None) => bad("missing method"),
     }
@@ -146,10 +168,25 @@ mod tests {
     fn malformed_requests_are_invalid_and_echo_a_usable_id() {
         assert_eq!(kind("[]").0, ErrorKind::InvalidRequest);
         assert_eq!(kind("42").0, ErrorKind::InvalidRequest);
-        assert_eq!(kind(r#"{"id":1,"method":"x"}"#), (ErrorKind::InvalidRequest, Some(json!(1))));
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#), (ErrorKind::InvalidRequest, None));
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":2,"method":7}"#).0, ErrorKind::InvalidRequest);
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#).0, ErrorKind::InvalidRequest);
-        assert_eq!(kind(r#"{"jsonrpc":"2.0","id":3}"#).0, ErrorKind::InvalidRequest);
+        assert_eq!(
+            kind(r#"{"id":1,"method":"x"}"#),
+            (ErrorKind::InvalidRequest, Some(json!(1)))
+        );
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","id":{},"method":"x"}"#),
+            (ErrorKind::InvalidRequest, None)
+        );
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","id":2,"method":7}"#).0,
+            ErrorKind::InvalidRequest
+        );
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","id":2,"method":"x","params":[1]}"#).0,
+            ErrorKind::InvalidRequest
+        );
+        assert_eq!(
+            kind(r#"{"jsonrpc":"2.0","id":3}"#).0,
+            ErrorKind::InvalidRequest
+        );
     }
 }

@@ -7,4 +7,6 @@
 pub mod jsonrpc;
 pub mod versions;
 
-pub use jsonrpc::{notification, parse_message, result_response, Message, Notification, Request, Response};
+pub use jsonrpc::{
+    notification, parse_message, result_response, Message, Notification, Request, Response,
+};

@@ -75,7 +75,11 @@ impl Config {
         }
         let num = |name: &str| -> Result<Option<u64>, String> {
             get(name)
-                .map(|v| v.trim().parse::<u64>().map_err(|_| format!("{name} must be a whole number")))
+                .map(|v| {
+                    v.trim()
+                        .parse::<u64>()
+                        .map_err(|_| format!("{name} must be a whole number"))
+                })
                 .transpose()
         };
         if let Some(n) = num("MAX_BODY_BYTES")? {

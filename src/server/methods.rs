@@ -2,9 +2,10 @@
 
 use serde_json::{json, Map, Value};
 
+use super::call::Target;
 use super::modern::{is_removed, object_param, Reply, RequestMeta};
-use super::mrtr::{self, Target};
-use super::{Env, Principal, Server};
+use super::{mrtr, saga, Ctx, Server};
+use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID};
 use crate::protocol::{notification, Request};
@@ -13,13 +14,16 @@ pub(super) async fn dispatch(
     server: &Server,
     request: &Request,
     meta: &RequestMeta,
-    principal: &Principal,
-    env: &Env,
+    ctx: &Ctx<'_>,
 ) -> Result<Reply, McpError> {
     let p = &request.params;
     let reply = match request.method.as_str() {
         "server/discover" => Reply::plain(discover(server)),
-        "tools/list" => Reply::plain(list(server, "tools", server.registry.tools.iter().map(|t| t.listing()))),
+        "tools/list" => Reply::plain(list(
+            server,
+            "tools",
+            server.registry.tools.iter().map(|t| t.listing()),
+        )),
         "resources/list" => Reply::plain(list(
             server,
             "resources",
@@ -30,35 +34,42 @@ pub(super) async fn dispatch(
             "resourceTemplates",
             server.registry.templates.iter().map(|t| t.listing()),
         )),
-        "prompts/list" => Reply::plain(list(server, "prompts", server.registry.prompts.iter().map(|p| p.listing()))),
+        "prompts/list" => Reply::plain(list(
+            server,
+            "prompts",
+            server.registry.prompts.iter().map(|p| p.listing()),
+        )),
         "tools/call" => {
             let name = string_param(p, "name")?;
-            let tool = server
-                .registry
-                .find_tool(name)
-                .ok_or_else(|| McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}")))?;
+            let tool = server.registry.find_tool(name).ok_or_else(|| {
+                McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
+            })?;
             let args = Value::Object(object_param(p, "arguments")?);
-            mrtr::call(server, Target::Tool(tool), args, request, meta, principal, env).await?
+            mrtr::call(server, Target::Tool(tool), args, request, meta, ctx).await?
         }
         "prompts/get" => {
             let name = string_param(p, "name")?;
-            let prompt = server
-                .registry
-                .find_prompt(name)
-                .ok_or_else(|| McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}")))?;
+            let prompt = server.registry.find_prompt(name).ok_or_else(|| {
+                McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
+            })?;
             let args = Value::Object(object_param(p, "arguments")?);
-            mrtr::call(server, Target::Prompt(prompt), args, request, meta, principal, env).await?
+            mrtr::call(server, Target::Prompt(prompt), args, request, meta, ctx).await?
         }
         "resources/read" => {
             let uri = string_param(p, "uri")?;
             let target = find_resource(server, uri)?;
-            let mut reply = mrtr::call(server, target, json!({"uri": uri}), request, meta, principal, env).await?;
+            let mut reply =
+                mrtr::call(server, target, json!({"uri": uri}), request, meta, ctx).await?;
             if reply.result.get("resultType") == Some(&json!("complete")) {
                 add_cache_fields(server, &mut reply.result);
             }
             reply
         }
         "completion/complete" => Reply::plain(complete(server, p)?),
+        m if saga::is_saga(m) => {
+            let caps = ClientCaps::from_json(Some(&meta.capabilities));
+            Reply::plain(saga::handle(server, request, caps, ctx).await?)
+        }
         "subscriptions/listen" => listen(server, request)?,
         m if is_removed(m) => {
             return Err(McpError::new(
@@ -108,7 +119,11 @@ pub(crate) fn capabilities() -> Value {
 /// auth is on, in which case only the caller may cache them.
 fn add_cache_fields(server: &Server, result: &mut Value) {
     result["ttlMs"] = json!(server.config.list_ttl_ms);
-    let scope = if server.config.api_tokens.is_empty() { "public" } else { "private" };
+    let scope = if server.config.api_tokens.is_empty() {
+        "public"
+    } else {
+        "private"
+    };
     result["cacheScope"] = json!(scope);
 }
 
@@ -127,7 +142,11 @@ fn find_resource<'a>(server: &'a Server, uri: &str) -> Result<Target<'a>, McpErr
             return Ok(Target::Template(t));
         }
     }
-    Err(McpError::new(ErrorKind::ResourceNotFound, format!("Resource not found: {uri}")).with_data(json!({"uri": uri})))
+    Err(McpError::new(
+        ErrorKind::ResourceNotFound,
+        format!("Resource not found: {uri}"),
+    )
+    .with_data(json!({"uri": uri})))
 }
 
 /// `completion/complete` for prompt arguments and template variables.
@@ -156,9 +175,15 @@ fn complete(server: &Server, p: &Map<String, Value>) -> Result<Value, McpError> 
                 .find(|t| t.template == uri)
                 .and_then(|t| t.completer.clone())
         }
-        _ => return Err(McpError::invalid_params("Invalid params: ref.type must be ref/prompt or ref/resource")),
+        _ => {
+            return Err(McpError::invalid_params(
+                "Invalid params: ref.type must be ref/prompt or ref/resource",
+            ))
+        }
     };
-    let mut values = completer.map(|c| c(arg_name, value, &context_args)).unwrap_or_default();
+    let mut values = completer
+        .map(|c| c(arg_name, value, &context_args))
+        .unwrap_or_default();
     let total = values.len();
     values.truncate(100);
     Ok(json!({

@@ -9,23 +9,34 @@
 //! - `config.rs`: configuration from Worker vars and secrets.
 //! - `registry.rs`: tools, resources, templates, prompts.
 //! - `modern.rs`: the 2026-07-28 stateless wire: headers, `_meta`, dispatch.
-//! - `methods.rs`: the method handlers both eras share (lists, reads, calls).
-//! - `mrtr.rs`: running a call through the engine and sealing its state.
+//! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
+//! - `call.rs`: one round of a call on any wire; durable mode.
+//! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
+//! - `route.rs`: which requests the Worker sends to a call's Durable Object.
 
+mod call;
 mod config;
 mod methods;
 mod modern;
 mod mrtr;
 pub mod registry;
+mod route;
+mod saga;
+mod streamless;
 
+pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
-pub use registry::{content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool};
+pub use registry::{
+    content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool,
+};
+pub use route::Route;
 
 use serde_json::Value;
 
+use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
-use crate::protocol::{parse_message, versions};
+use crate::protocol::{parse_message, result_response, versions, Message};
 
 /// What the outside world supplies for one request.
 #[derive(Debug, Clone, Default)]
@@ -48,36 +59,89 @@ pub struct Server {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Principal(pub String);
 
+/// What one request carries through the server.
+pub(crate) struct Ctx<'a> {
+    pub(crate) env: &'a Env,
+    pub(crate) principal: &'a Principal,
+    /// Set when the request is served inside a call's Durable Object.
+    pub(crate) durable: Option<&'a Durable<'a>>,
+}
+
+/// A fresh call id from the request's randomness.
+pub(crate) fn new_call_id(env: &Env) -> String {
+    env.random.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
         Self { config, registry }
     }
 
-    /// Handles one HTTP request.
+    /// Handles one HTTP request (outside any Durable Object).
     pub async fn handle(&self, req: &HttpRequest, env: &Env) -> HttpResponse {
-        match self.handle_inner(req, env).await {
+        self.handle_with(req, env, None).await
+    }
+
+    /// Handles a request the Worker routed to a call's Durable Object (see
+    /// [`Server::route`]); durable tools keep their journal in `durable.store`.
+    pub async fn handle_durable(
+        &self,
+        req: &HttpRequest,
+        env: &Env,
+        durable: &Durable<'_>,
+    ) -> HttpResponse {
+        self.handle_with(req, env, Some(durable)).await
+    }
+
+    async fn handle_with(
+        &self,
+        req: &HttpRequest,
+        env: &Env,
+        durable: Option<&Durable<'_>>,
+    ) -> HttpResponse {
+        match self.handle_inner(req, env, durable).await {
             Ok(resp) => resp,
             Err((e, id)) => error_response(&e, id.as_ref()),
         }
     }
 
-    async fn handle_inner(&self, req: &HttpRequest, env: &Env) -> Result<HttpResponse, (McpError, Option<Value>)> {
+    async fn handle_inner(
+        &self,
+        req: &HttpRequest,
+        env: &Env,
+        durable: Option<&Durable<'_>>,
+    ) -> Result<HttpResponse, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
-            return Ok(HttpResponse::json(404, &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"})));
+            return Ok(HttpResponse::json(
+                404,
+                &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"}),
+            ));
         }
-        check_origin_and_host(
-            req.header("origin"),
-            req.header("host"),
-            &self.config.allowed_origins,
-            &self.config.allowed_hosts,
-        )
-        .map_err(|why| {
+        // Inside a call's Durable Object the Worker has already checked the
+        // request (and the forwarded Host is the internal one).
+        let guard = if durable.is_some() {
+            Ok(())
+        } else {
+            check_origin_and_host(
+                req.header("origin"),
+                req.header("host"),
+                &self.config.allowed_origins,
+                &self.config.allowed_hosts,
+            )
+        };
+        guard.map_err(|why| {
             let what = match why {
                 crate::http::GuardRejection::Origin => "Origin",
                 crate::http::GuardRejection::Host => "Host",
             };
-            (McpError::new(ErrorKind::Forbidden, format!("Forbidden: {what} not allowed")), None)
+            (
+                McpError::new(
+                    ErrorKind::Forbidden,
+                    format!("Forbidden: {what} not allowed"),
+                ),
+                None,
+            )
         })?;
         let principal = self.authenticate(req).map_err(|e| (e, None))?;
         match req.method.as_str() {
@@ -96,13 +160,40 @@ impl Server {
             return Err((
                 McpError::new(
                     ErrorKind::TooLarge,
-                    format!("Request body is larger than {} bytes", self.config.max_body_bytes),
+                    format!(
+                        "Request body is larger than {} bytes",
+                        self.config.max_body_bytes
+                    ),
                 ),
                 None,
             ));
         }
         let message = parse_message(&req.body)?;
-        modern::handle(self, req, message, &principal, env).await
+        let ctx = Ctx {
+            env,
+            principal: &principal,
+            durable,
+        };
+        // Requests without 2026 `_meta` that use a seed wire are served
+        // there; everything else is held to the 2026-07-28 rules.
+        if let Message::Request(r) = &message {
+            if !modern::has_modern_meta(r) {
+                let id = Some(r.id.clone());
+                if saga::is_saga(&r.method) {
+                    let result = saga::handle(self, r, ClientCaps::all(), &ctx)
+                        .await
+                        .map_err(|e| (e, id))?;
+                    return Ok(HttpResponse::json(200, &result_response(&r.id, result)));
+                }
+                if streamless::opted_in(req, r) {
+                    let message = streamless::handle(self, r, ClientCaps::all(), &ctx)
+                        .await
+                        .map_err(|e| (e, id))?;
+                    return Ok(HttpResponse::json(200, &message));
+                }
+            }
+        }
+        modern::handle(self, req, message, &ctx).await
     }
 
     /// Checks `Authorization: Bearer` when API tokens are configured.
@@ -112,18 +203,27 @@ impl Server {
         }
         let presented = req
             .header("authorization")
-            .and_then(|h| h.strip_prefix("Bearer ").or_else(|| h.strip_prefix("bearer ")))
+            .and_then(|h| {
+                h.strip_prefix("Bearer ")
+                    .or_else(|| h.strip_prefix("bearer "))
+            })
             .map(str::trim);
         let found = presented.and_then(|p| {
             // Compare every token in constant time so timing does not reveal a prefix.
-            self.config
-                .api_tokens
-                .iter()
-                .fold(None, |hit, (tok, who)| if ct_eq(tok.as_bytes(), p.as_bytes()) { Some(who) } else { hit })
+            self.config.api_tokens.iter().fold(None, |hit, (tok, who)| {
+                if ct_eq(tok.as_bytes(), p.as_bytes()) {
+                    Some(who)
+                } else {
+                    hit
+                }
+            })
         });
-        found
-            .map(|who| Principal(who.clone()))
-            .ok_or_else(|| McpError::new(ErrorKind::Unauthorized, "Unauthorized: a valid bearer token is required"))
+        found.map(|who| Principal(who.clone())).ok_or_else(|| {
+            McpError::new(
+                ErrorKind::Unauthorized,
+                "Unauthorized: a valid bearer token is required",
+            )
+        })
     }
 }
 

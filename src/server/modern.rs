@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{methods, Env, Principal, Server};
+use super::{methods, Ctx, Server};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{decode_header_value, HttpRequest, HttpResponse, SseEvent};
 use crate::protocol::versions::{
@@ -59,8 +59,7 @@ pub(super) async fn handle(
     server: &Server,
     req: &HttpRequest,
     message: Message,
-    principal: &Principal,
-    env: &Env,
+    ctx: &Ctx<'_>,
 ) -> Result<HttpResponse, Rejection> {
     check_content_headers(req)?;
     let request = match message {
@@ -70,7 +69,7 @@ pub(super) async fn handle(
     };
     let id = Some(request.id.clone());
     let meta = validate(req, &request).map_err(|e| (e, id.clone()))?;
-    let reply = methods::dispatch(server, &request, &meta, principal, env)
+    let reply = methods::dispatch(server, &request, &meta, ctx)
         .await
         .map_err(|e| (e, id.clone()))?;
     Ok(respond(&request.id, reply))
@@ -109,13 +108,25 @@ fn check_content_headers(req: &HttpRequest) -> Result<(), Rejection> {
 pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMeta, McpError> {
     let meta = match request.params.get("_meta") {
         Some(Value::Object(m)) => m,
-        Some(_) => return Err(McpError::invalid_params("Invalid params: _meta must be an object")),
-        None => return Err(McpError::invalid_params("Invalid params: _meta is required")),
+        Some(_) => {
+            return Err(McpError::invalid_params(
+                "Invalid params: _meta must be an object",
+            ))
+        }
+        None => {
+            return Err(McpError::invalid_params(
+                "Invalid params: _meta is required",
+            ))
+        }
     };
     let version = meta
         .get(META_PROTOCOL_VERSION)
         .and_then(Value::as_str)
-        .ok_or_else(|| McpError::invalid_params(format!("Invalid params: _meta[\"{META_PROTOCOL_VERSION}\"] is required")))?;
+        .ok_or_else(|| {
+            McpError::invalid_params(format!(
+                "Invalid params: _meta[\"{META_PROTOCOL_VERSION}\"] is required"
+            ))
+        })?;
     let capabilities = match meta.get(META_CLIENT_CAPABILITIES) {
         Some(c @ Value::Object(_)) => c.clone(),
         _ => {
@@ -153,7 +164,10 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
         check_mirrored(req, "mcp-name", "Mcp-Name", body_value)?;
     }
 
-    let log_level = meta.get(META_LOG_LEVEL).and_then(Value::as_str).map(str::to_string);
+    let log_level = meta
+        .get(META_LOG_LEVEL)
+        .and_then(Value::as_str)
+        .map(str::to_string);
     Ok(RequestMeta {
         capabilities,
         log_level,
@@ -162,7 +176,12 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
 }
 
 /// A header that mirrors a body field must be present and equal to it.
-fn check_mirrored(req: &HttpRequest, header: &str, display: &str, body: Option<&str>) -> Result<(), McpError> {
+fn check_mirrored(
+    req: &HttpRequest,
+    header: &str,
+    display: &str,
+    body: Option<&str>,
+) -> Result<(), McpError> {
     let Some(body) = body else {
         // The body field itself is missing: the method's own validation reports it.
         return Ok(());
@@ -179,7 +198,10 @@ fn check_mirrored(req: &HttpRequest, header: &str, display: &str, body: Option<&
             ErrorKind::HeaderMismatch,
             format!("Header mismatch: {display} does not match the request body"),
         )),
-        None => Err(McpError::new(ErrorKind::HeaderMismatch, format!("Header mismatch: {display} header is required"))),
+        None => Err(McpError::new(
+            ErrorKind::HeaderMismatch,
+            format!("Header mismatch: {display} header is required"),
+        )),
     }
 }
 
@@ -198,16 +220,30 @@ fn respond(id: &Value, reply: Reply) -> HttpResponse {
     HttpResponse::sse(events, false)
 }
 
+/// Whether a request carries the 2026 `_meta` protocol version.
+pub(crate) fn has_modern_meta(request: &Request) -> bool {
+    request
+        .params
+        .get("_meta")
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some()
+}
+
 /// Whether `method` was removed in 2026-07-28.
 pub(crate) fn is_removed(method: &str) -> bool {
     REMOVED.contains(&method)
 }
 
 /// Reads `params[key]` as an object (absent: empty).
-pub(crate) fn object_param(params: &Map<String, Value>, key: &str) -> Result<Map<String, Value>, McpError> {
+pub(crate) fn object_param(
+    params: &Map<String, Value>,
+    key: &str,
+) -> Result<Map<String, Value>, McpError> {
     match params.get(key) {
         None | Some(Value::Null) => Ok(Map::new()),
         Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => Err(McpError::invalid_params(format!("Invalid params: {key} must be an object"))),
+        Some(_) => Err(McpError::invalid_params(format!(
+            "Invalid params: {key} must be an object"
+        ))),
     }
 }

@@ -249,7 +249,10 @@ impl ResourceTemplate {
     }
 
     /// Completes template variables.
-    pub fn complete(mut self, f: impl Fn(&str, &str, &Map<String, Value>) -> Vec<String> + 'static) -> Self {
+    pub fn complete(
+        mut self,
+        f: impl Fn(&str, &str, &Map<String, Value>) -> Vec<String> + 'static,
+    ) -> Self {
         self.completer = Some(Rc::new(f));
         self
     }
@@ -306,7 +309,10 @@ impl Prompt {
     }
 
     /// Completes arguments.
-    pub fn complete(mut self, f: impl Fn(&str, &str, &Map<String, Value>) -> Vec<String> + 'static) -> Self {
+    pub fn complete(
+        mut self,
+        f: impl Fn(&str, &str, &Map<String, Value>) -> Vec<String> + 'static,
+    ) -> Self {
         self.completer = Some(Rc::new(f));
         self
     }
@@ -413,11 +419,15 @@ mod tests {
 
     #[test]
     fn templates_match_and_extract_variables() {
-        let v = match_template("test://template/{id}/data", "test://template/42/data").expect("matches");
+        let v = match_template("test://template/{id}/data", "test://template/42/data")
+            .expect("matches");
         assert_eq!(v["id"], "42");
         assert!(match_template("test://template/{id}/data", "test://template//data").is_none());
         assert!(match_template("test://template/{id}/data", "test://template/4/2/data").is_none());
         assert!(match_template("a/{x}", "b/1").is_none());
-        assert_eq!(match_template("f/{a}-{b}", "f/1-2").expect("matches")["b"], "2");
+        assert_eq!(
+            match_template("f/{a}-{b}", "f/1-2").expect("matches")["b"],
+            "2"
+        );
     }
 }

@@ -13,13 +13,19 @@ pub(super) fn register(r: &mut Registry) {
             .title("Deploy a service")
             .description(
                 "Deploys a service: asks the user for the target, asks the client's model whether \
-                 it is safe now, opens a change ticket once, and reports.",
+                 it is safe now, opens a change ticket once, and reports. Runs durably: its \
+                 progress lives in a Durable Object between rounds.",
             )
             .input_schema(json!({
                 "type": "object",
-                "properties": {"service": {"type": "string", "description": "What to deploy"}},
+                "properties": {
+                    "service": {"type": "string", "description": "What to deploy"},
+                    "ticket_url": {"type": "string", "description": "Optional change-ticket webhook: \
+                        POSTed {service, target} once per call; its JSON answer's `ticket` is the ticket id"}
+                },
                 "required": ["service"]
-            })),
+            }))
+            .durable(),
     );
     r.tool(
         Tool::new("add", add)
@@ -36,13 +42,17 @@ pub(super) fn register(r: &mut Registry) {
             })),
     );
     r.resource(
-        Resource::new("durable-mcp://about", "about", async |_: &mut Cx, _: serde_json::Value| {
-            Ok(vec![json!({
-                "uri": "durable-mcp://about",
-                "mimeType": "text/plain",
-                "text": "durable-mcp: MCP tools that can pause mid-call and resume.",
-            })])
-        })
+        Resource::new(
+            "durable-mcp://about",
+            "about",
+            async |_: &mut Cx, _: serde_json::Value| {
+                Ok(vec![json!({
+                    "uri": "durable-mcp://about",
+                    "mimeType": "text/plain",
+                    "text": "durable-mcp: MCP tools that can pause mid-call and resume.",
+                })])
+            },
+        )
         .set("mimeType", json!("text/plain"))
         .set("description", json!("What this server is")),
     );
@@ -51,6 +61,8 @@ pub(super) fn register(r: &mut Registry) {
 #[derive(Deserialize)]
 struct DeployArgs {
     service: String,
+    #[serde(default)]
+    ticket_url: Option<String>,
 }
 
 /// Seed 000's story: elicit a target, sample a safety verdict, memoize the
@@ -70,7 +82,10 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
         )
         .await?;
     if !choice.accepted() {
-        return Ok(text(format!("Deployment of {} cancelled by the user.", args.service)));
+        return Ok(text(format!(
+            "Deployment of {} cancelled by the user.",
+            args.service
+        )));
     }
     let target: String = choice
         .field("target")
@@ -78,21 +93,50 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
     let verdict = cx
         .sample(
             "safety",
-            ask(format!("Is it safe to deploy {} to {target} right now? Answer yes or no.", args.service), 50),
+            ask(
+                format!(
+                    "Is it safe to deploy {} to {target} right now? Answer yes or no.",
+                    args.service
+                ),
+                50,
+            ),
         )
         .await?;
     if !verdict.text().to_ascii_lowercase().contains("yes") {
-        return Ok(text(format!("Not deploying {} to {target}: the model said {:?}.", args.service, verdict.text())));
+        return Ok(text(format!(
+            "Not deploying {} to {target}: the model said {:?}.",
+            args.service,
+            verdict.text()
+        )));
     }
-    let service = args.service.clone();
     let ticket: String = cx
-        .once("ticket", async || {
-            // A real tool would call a ticketing API here; the journal makes
-            // sure a replay never opens a second ticket.
-            Ok(format!("CHG-{}", crate::engine::digest_json(&json!([service, "ticket"]))[..8].to_uppercase()))
-        })
+        .once("ticket", async || open_ticket(&args, &target).await)
         .await?;
-    Ok(text(format!("Deployed {} to {target} (ticket {ticket}).", args.service)))
+    Ok(text(format!(
+        "Deployed {} to {target} (ticket {ticket}).",
+        args.service
+    )))
+}
+
+/// The side effect: a change ticket from the webhook when one is given,
+/// otherwise an id derived from the request. `cx.once` makes sure a replay
+/// never opens a second ticket.
+async fn open_ticket(args: &DeployArgs, target: &str) -> Result<String, ToolError> {
+    match &args.ticket_url {
+        Some(url) => {
+            let answer =
+                super::webhook::post_json(url, &json!({"service": args.service, "target": target}))
+                    .await?;
+            answer["ticket"]
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| ToolError::failed("the ticket webhook answered without a ticket"))
+        }
+        None => Ok(format!(
+            "CHG-{}",
+            crate::engine::digest_json(&json!([args.service, target]))[..8].to_uppercase()
+        )),
+    }
 }
 
 #[derive(Deserialize)]

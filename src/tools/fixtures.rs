@@ -9,7 +9,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::engine::{Cx, ToolError};
-use crate::server::{content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool};
+use crate::server::{
+    content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool,
+};
 
 /// A 1×1 red PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -33,9 +35,11 @@ fn empty_schema() -> Value {
 
 /// A tool that always returns the same content.
 fn fixed(name: &str, description: &str, blocks: Vec<Value>) -> Tool {
-    Tool::new(name, async move |_: &mut Cx, _: Value| -> Out { Ok(CallToolResult::new(blocks.clone())) })
-        .description(description)
-        .input_schema(empty_schema())
+    Tool::new(name, async move |_: &mut Cx, _: Value| -> Out {
+        Ok(CallToolResult::new(blocks.clone()))
+    })
+    .description(description)
+    .input_schema(empty_schema())
 }
 
 fn content_tools(r: &mut Registry) {
@@ -78,32 +82,48 @@ fn content_tools(r: &mut Registry) {
     ));
     r.tool(
         Tool::new("test_error_handling", async |_: &mut Cx, _: Value| -> Out {
-            Ok(CallToolResult::error("This tool intentionally returns an error for testing"))
+            Ok(CallToolResult::error(
+                "This tool intentionally returns an error for testing",
+            ))
         })
         .description("Tests error response handling")
         .input_schema(empty_schema()),
     );
     r.tool(
-        Tool::new("test_tool_with_logging", async |cx: &mut Cx, _: Value| -> Out {
-            for m in ["Tool execution started", "Tool processing data", "Tool execution completed"] {
-                cx.log("info", json!(m));
-            }
-            Ok(text("Tool with logging executed successfully"))
-        })
+        Tool::new(
+            "test_tool_with_logging",
+            async |cx: &mut Cx, _: Value| -> Out {
+                for m in [
+                    "Tool execution started",
+                    "Tool processing data",
+                    "Tool execution completed",
+                ] {
+                    cx.log("info", json!(m));
+                }
+                Ok(text("Tool with logging executed successfully"))
+            },
+        )
         .description("Tests tool that emits log messages during execution")
         .input_schema(empty_schema()),
     );
     r.tool(
-        Tool::new("test_tool_with_progress", async |cx: &mut Cx, _: Value| -> Out {
-            for step in [0.0, 50.0, 100.0] {
-                cx.progress(step, Some(100.0), Some(&format!("Completed step {step} of 100")));
-            }
-            let token = cx.progress_token().unwrap_or(json!(0));
-            Ok(text(match token {
-                Value::String(s) => s,
-                other => other.to_string(),
-            }))
-        })
+        Tool::new(
+            "test_tool_with_progress",
+            async |cx: &mut Cx, _: Value| -> Out {
+                for step in [0.0, 50.0, 100.0] {
+                    cx.progress(
+                        step,
+                        Some(100.0),
+                        Some(&format!("Completed step {step} of 100")),
+                    );
+                }
+                let token = cx.progress_token().unwrap_or(json!(0));
+                Ok(text(match token {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                }))
+            },
+        )
         .description("Tests tool that reports progress notifications")
         .input_schema(empty_schema()),
     );
@@ -197,20 +217,29 @@ fn interactive_tools(r: &mut Registry) {
         .input_schema(empty_schema()),
     );
     r.tool(
-        Tool::new("test_missing_capability", async |cx: &mut Cx, _: Value| -> Out {
-            cx.sample("needs_sampling", ask_text("Say hello", 10)).await?;
-            Ok(text("Success"))
-        })
+        Tool::new(
+            "test_missing_capability",
+            async |cx: &mut Cx, _: Value| -> Out {
+                cx.sample("needs_sampling", ask_text("Say hello", 10))
+                    .await?;
+                Ok(text("Success"))
+            },
+        )
         .description("Test tool requiring sampling")
         .input_schema(empty_schema()),
     );
     r.tool(
-        Tool::new("test_streaming_elicitation", async |cx: &mut Cx, _: Value| -> Out {
-            // On the stateless wire the question travels inside an
-            // input_required result, never as a request on the stream.
-            let answer = cx.elicit("streaming", name_form("What is your name?")).await?;
-            Ok(text(format!("Streaming complete ({})", answer.action)))
-        })
+        Tool::new(
+            "test_streaming_elicitation",
+            async |cx: &mut Cx, _: Value| -> Out {
+                // On the stateless wire the question travels inside an
+                // input_required result, never as a request on the stream.
+                let answer = cx
+                    .elicit("streaming", name_form("What is your name?"))
+                    .await?;
+                Ok(text(format!("Streaming complete ({})", answer.action)))
+            },
+        )
         .description("Diagnostic tool validating response progress streams")
         .input_schema(empty_schema()),
     );
@@ -228,7 +257,10 @@ async fn elicit_report(cx: &mut Cx, key: &str, params: Value, label: &str) -> Ou
     match cx.elicit(key, params).await {
         Ok(r) => {
             let content = r.content.map(Value::Object).unwrap_or_else(|| json!({}));
-            Ok(text(format!("{label}: action={}, content={content}", r.action)))
+            Ok(text(format!(
+                "{label}: action={}, content={content}",
+                r.action
+            )))
         }
         Err(ToolError::Client(e)) => Ok(text(format!("Elicitation not supported or error: {e}"))),
         Err(e) => Err(e),
@@ -254,106 +286,171 @@ fn mrtr_tools(r: &mut Registry) {
     let tool = |description: &str, t: Tool| t.description(description).input_schema(empty_schema());
     r.tool(tool(
         "MRTR: returns InputRequiredResult with elicitation request",
-        Tool::new("test_input_required_result_elicitation", async |cx: &mut Cx, _: Value| -> Out {
-            let a = cx.elicit("user_name", name_form("What is your name?")).await?;
-            Ok(text(format!("Hello, {}!", a.field::<String>("name").unwrap_or_else(|| "unknown".into()))))
-        }),
+        Tool::new(
+            "test_input_required_result_elicitation",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let a = cx
+                    .elicit("user_name", name_form("What is your name?"))
+                    .await?;
+                Ok(text(format!(
+                    "Hello, {}!",
+                    a.field::<String>("name")
+                        .unwrap_or_else(|| "unknown".into())
+                )))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: returns InputRequiredResult with sampling request",
-        Tool::new("test_input_required_result_sampling", async |cx: &mut Cx, _: Value| -> Out {
-            let s = cx.sample("sample_request", ask_text("What is the capital of France?", 100)).await?;
-            Ok(text(format!("Sampling result: {}", non_empty(s.text(), "no response"))))
-        }),
+        Tool::new(
+            "test_input_required_result_sampling",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let s = cx
+                    .sample(
+                        "sample_request",
+                        ask_text("What is the capital of France?", 100),
+                    )
+                    .await?;
+                Ok(text(format!(
+                    "Sampling result: {}",
+                    non_empty(s.text(), "no response")
+                )))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: returns InputRequiredResult with roots/list request",
-        Tool::new("test_input_required_result_list_roots", async |cx: &mut Cx, _: Value| -> Out {
-            let roots = cx.roots("roots_request").await?;
-            Ok(text(format!("Found {} root(s)", roots.len())))
-        }),
+        Tool::new(
+            "test_input_required_result_list_roots",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let roots = cx.roots("roots_request").await?;
+                Ok(text(format!("Found {} root(s)", roots.len())))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: returns InputRequiredResult with requestState",
-        Tool::new("test_input_required_result_request_state", async |cx: &mut Cx, _: Value| -> Out {
-            let a = cx.elicit("confirm", string_form("Please confirm", "ok", "boolean")).await?;
-            Ok(text(if a.field::<bool>("ok") == Some(true) {
-                "state-ok: requestState validated"
-            } else {
-                "state-not-confirmed"
-            }))
-        }),
+        Tool::new(
+            "test_input_required_result_request_state",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let a = cx
+                    .elicit("confirm", string_form("Please confirm", "ok", "boolean"))
+                    .await?;
+                Ok(text(if a.field::<bool>("ok") == Some(true) {
+                    "state-ok: requestState validated"
+                } else {
+                    "state-not-confirmed"
+                }))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: returns InputRequiredResult with multiple input requests",
-        Tool::new("test_input_required_result_multiple_inputs", async |cx: &mut Cx, _: Value| -> Out {
-            // Asked before any await: all three go out in one round.
-            let name = cx.elicit("user_name", name_form("What is your name?"));
-            let greeting = cx.sample("greeting", ask_text("Generate a greeting", 50));
-            let roots = cx.roots("client_roots");
-            let (name, greeting, roots) = (name.await?, greeting.await?, roots.await?);
-            Ok(text(format!(
-                "Name: {}; Greeting: {}; Roots: {}",
-                name.field::<String>("name").unwrap_or_default(),
-                non_empty(greeting.text(), "Hello there!"),
-                roots.len()
-            )))
-        }),
+        Tool::new(
+            "test_input_required_result_multiple_inputs",
+            async |cx: &mut Cx, _: Value| -> Out {
+                // Asked before any await: all three go out in one round.
+                let name = cx.elicit("user_name", name_form("What is your name?"));
+                let greeting = cx.sample("greeting", ask_text("Generate a greeting", 50));
+                let roots = cx.roots("client_roots");
+                let (name, greeting, roots) = (name.await?, greeting.await?, roots.await?);
+                Ok(text(format!(
+                    "Name: {}; Greeting: {}; Roots: {}",
+                    name.field::<String>("name").unwrap_or_default(),
+                    non_empty(greeting.text(), "Hello there!"),
+                    roots.len()
+                )))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: multi-round InputRequiredResult workflow",
-        Tool::new("test_input_required_result_multi_round", async |cx: &mut Cx, _: Value| -> Out {
-            let n = cx.elicit("step1", name_form("Step 1: What is your name?")).await?;
-            let c = cx.elicit("step2", string_form("Step 2: What is your favorite color?", "color", "string")).await?;
-            Ok(text(format!(
-                "Multi-round complete for {} who likes {}",
-                n.field::<String>("name").unwrap_or_default(),
-                c.field::<String>("color").unwrap_or_default()
-            )))
-        }),
+        Tool::new(
+            "test_input_required_result_multi_round",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let n = cx
+                    .elicit("step1", name_form("Step 1: What is your name?"))
+                    .await?;
+                let c = cx
+                    .elicit(
+                        "step2",
+                        string_form("Step 2: What is your favorite color?", "color", "string"),
+                    )
+                    .await?;
+                Ok(text(format!(
+                    "Multi-round complete for {} who likes {}",
+                    n.field::<String>("name").unwrap_or_default(),
+                    c.field::<String>("color").unwrap_or_default()
+                )))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: HMAC-signed requestState integrity test",
-        Tool::new("test_input_required_result_tampered_state", async |cx: &mut Cx, _: Value| -> Out {
-            cx.elicit("confirm", string_form("Please confirm", "ok", "boolean")).await?;
-            Ok(text("integrity-ok: state verified"))
-        }),
+        Tool::new(
+            "test_input_required_result_tampered_state",
+            async |cx: &mut Cx, _: Value| -> Out {
+                cx.elicit("confirm", string_form("Please confirm", "ok", "boolean"))
+                    .await?;
+                Ok(text("integrity-ok: state verified"))
+            },
+        ),
     ));
     r.tool(tool(
         "MRTR: respects client capabilities in inputRequests",
-        Tool::new("test_input_required_result_capabilities", async |cx: &mut Cx, _: Value| -> Out {
-            let caps = cx.capabilities();
-            let mut asks = Vec::new();
-            if caps.elicitation {
-                asks.push(("elicit_input", cx.elicit("elicit_input", string_form("Elicitation input", "value", "string"))
-                    .await
-                    .map(|_| ())));
-            }
-            if caps.sampling {
-                asks.push(("sample_input", cx.sample("sample_input", ask_text("Sample request", 50)).await.map(|_| ())));
-            }
-            if asks.is_empty() {
-                return Ok(text("No supported capabilities declared"));
-            }
-            let mut keys = Vec::new();
-            for (key, result) in asks {
-                result?;
-                keys.push(key);
-            }
-            Ok(text(format!("capabilities-ok: received {}", keys.join(","))))
-        }),
+        Tool::new(
+            "test_input_required_result_capabilities",
+            async |cx: &mut Cx, _: Value| -> Out {
+                let caps = cx.capabilities();
+                let mut asks = Vec::new();
+                if caps.elicitation {
+                    asks.push((
+                        "elicit_input",
+                        cx.elicit(
+                            "elicit_input",
+                            string_form("Elicitation input", "value", "string"),
+                        )
+                        .await
+                        .map(|_| ()),
+                    ));
+                }
+                if caps.sampling {
+                    asks.push((
+                        "sample_input",
+                        cx.sample("sample_input", ask_text("Sample request", 50))
+                            .await
+                            .map(|_| ()),
+                    ));
+                }
+                if asks.is_empty() {
+                    return Ok(text("No supported capabilities declared"));
+                }
+                let mut keys = Vec::new();
+                for (key, result) in asks {
+                    result?;
+                    keys.push(key);
+                }
+                Ok(text(format!(
+                    "capabilities-ok: received {}",
+                    keys.join(",")
+                )))
+            },
+        ),
     ));
 }
 
 fn resources(r: &mut Registry) {
-    let text_resource = |uri: &'static str, name: &str, title: &str, description: &str, body: &'static str| {
-        Resource::new(uri, name, async move |_: &mut Cx, _: Value| {
-            Ok(vec![json!({"uri": uri, "mimeType": "text/plain", "text": body})])
-        })
-        .set("title", json!(title))
-        .set("description", json!(description))
-        .set("mimeType", json!("text/plain"))
-    };
+    let text_resource =
+        |uri: &'static str, name: &str, title: &str, description: &str, body: &'static str| {
+            Resource::new(uri, name, async move |_: &mut Cx, _: Value| {
+                Ok(vec![
+                    json!({"uri": uri, "mimeType": "text/plain", "text": body}),
+                ])
+            })
+            .set("title", json!(title))
+            .set("description", json!(description))
+            .set("mimeType", json!("text/plain"))
+        };
     r.resource(text_resource(
         "test://static-text",
         "static-text",
@@ -369,11 +466,20 @@ fn resources(r: &mut Registry) {
         "Watched resource content",
     ));
     r.resource(
-        Resource::new("test://static-binary", "static-binary", async |_: &mut Cx, _: Value| {
-            Ok(vec![json!({"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG})])
-        })
+        Resource::new(
+            "test://static-binary",
+            "static-binary",
+            async |_: &mut Cx, _: Value| {
+                Ok(vec![
+                    json!({"uri": "test://static-binary", "mimeType": "image/png", "blob": PNG}),
+                ])
+            },
+        )
         .set("title", json!("Static Binary Resource"))
-        .set("description", json!("A static binary resource (image) for testing"))
+        .set(
+            "description",
+            json!("A static binary resource (image) for testing"),
+        )
         .set("mimeType", json!("image/png")),
     );
     r.template(
@@ -435,13 +541,22 @@ fn prompts(r: &mut Registry) {
         .set("description", json!("A prompt that includes image content")),
     );
     r.prompt(
-        Prompt::new("test_input_required_result_prompt", async |cx: &mut Cx, _: Value| {
-            let a = cx
-                .elicit("user_context", string_form("What context should the prompt use?", "context", "string"))
-                .await?;
-            let context = a.field::<String>("context").unwrap_or_default();
-            Ok(json!({"messages": [user_text(&format!("Prompt with context: {context}"))]}))
-        })
-        .set("description", json!("MRTR: prompt that requires elicitation input")),
+        Prompt::new(
+            "test_input_required_result_prompt",
+            async |cx: &mut Cx, _: Value| {
+                let a = cx
+                    .elicit(
+                        "user_context",
+                        string_form("What context should the prompt use?", "context", "string"),
+                    )
+                    .await?;
+                let context = a.field::<String>("context").unwrap_or_default();
+                Ok(json!({"messages": [user_text(&format!("Prompt with context: {context}"))]}))
+            },
+        )
+        .set(
+            "description",
+            json!("MRTR: prompt that requires elicitation input"),
+        ),
     );
 }

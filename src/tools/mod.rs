@@ -4,9 +4,11 @@
 //! # Layout
 //! - `examples.rs`: tools that show the authoring surface (`deploy` follows seed 000's story).
 //! - `fixtures.rs`: the conformance suite's fixture tools, resources and prompts.
+//! - `webhook.rs`: a real side effect (POST JSON) for the examples.
 
 mod examples;
 mod fixtures;
+mod webhook;
 
 use crate::server::Registry;
 

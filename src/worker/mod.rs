@@ -11,10 +11,14 @@
 mod object;
 
 use futures_util::stream;
-use worker::{event, Context, Env, Headers, Request, Response, Result};
+use worker::{event, Context, Env, Headers, Method, Request, RequestInit, Response, Result};
 
 use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
-use crate::server::{Config, Server};
+use crate::server::{Config, Route, Server};
+
+/// The header that carries the call id from the Worker to the call's object.
+/// Set by the Worker only; the stateless path ignores it.
+pub(crate) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
 
 /// How often a held-open SSE stream sends `: keepalive`.
 const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
@@ -40,8 +44,35 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         }
     };
     let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
-    let resp = server.handle(&http, &request_env()).await;
-    to_worker_response(resp)
+    let env_now = request_env();
+    match server.route(&http, &env_now) {
+        Route::Local => to_worker_response(server.handle(&http, &env_now).await),
+        Route::Object { name, call_id } => {
+            let stub = env
+                .durable_object("MCP_OBJECTS")?
+                .id_from_name(&name)?
+                .get_stub()?;
+            stub.fetch_with_request(to_object_request(&http, &call_id)?)
+                .await
+        }
+    }
+}
+
+/// The request forwarded to a call's Durable Object: the original plus the
+/// call id header (any such header from the client is replaced).
+fn to_object_request(http: &HttpRequest, call_id: &str) -> Result<Request> {
+    let headers = Headers::new();
+    for (k, v) in &http.headers {
+        if k != CALL_ID_HEADER {
+            headers.append(k, v)?;
+        }
+    }
+    headers.set(CALL_ID_HEADER, call_id)?;
+    let mut init = RequestInit::new();
+    init.with_method(Method::Post)
+        .with_headers(headers)
+        .with_body(Some(js_sys::Uint8Array::from(http.body.as_slice()).into()));
+    Request::new_with_init("https://durable-mcp.internal/mcp", &init)
 }
 
 /// Reads the configuration from vars (wrangler.toml) and secrets (`.dev.vars`
@@ -76,7 +107,11 @@ pub(crate) async fn to_http_request(mut req: Request) -> Result<HttpRequest> {
         .entries()
         .map(|(k, v)| (k.to_ascii_lowercase(), v))
         .collect();
-    let body = if method == "GET" || method == "HEAD" { Vec::new() } else { req.bytes().await? };
+    let body = if method == "GET" || method == "HEAD" {
+        Vec::new()
+    } else {
+        req.bytes().await?
+    };
     Ok(HttpRequest {
         method,
         path,

@@ -1,0 +1,348 @@
+//! One round of a call, whatever the wire: verify the state the client sent
+//! back, load (or rebuild) the journal, take the answers in, replay the body,
+//! and keep what it needs next — in a sealed token, and in durable mode in
+//! the call's Durable Object too.
+//!
+//! The wires (MRTR, saga methods, the streamless sketch) are thin adapters
+//! that turn their request into a [`RoundInput`] and a [`Round`] into their
+//! result shape.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+use super::registry::{Prompt, Resource, ResourceTemplate, Tool};
+use super::{Ctx, Server};
+use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome};
+use crate::error::{ErrorKind, McpError};
+use crate::store::{CallStatus, CallStore, StoredCall};
+use crate::token::{self, Binding, Claims};
+
+/// Journals larger than this stay out of the token in durable mode (the DO
+/// holds the master copy); below it the token can rebuild a lost DO.
+pub const TOKEN_JOURNAL_CAP: usize = 8 * 1024;
+
+/// A claimed round older than this is taken to have died with its isolate
+/// and may be claimed again.
+const CLAIM_TIMEOUT_MS: u64 = 60_000;
+
+/// What a call runs.
+pub(crate) enum Target<'a> {
+    Tool(&'a Tool),
+    Prompt(&'a Prompt),
+    Resource(&'a Resource),
+    Template(&'a ResourceTemplate),
+}
+
+impl Target<'_> {
+    /// The name state is bound to: tool/prompt name or resource URI.
+    fn name(&self, args: &Value) -> String {
+        match self {
+            Target::Tool(t) => t.name.clone(),
+            Target::Prompt(p) => p.name.clone(),
+            Target::Resource(_) | Target::Template(_) => {
+                args["uri"].as_str().unwrap_or_default().to_string()
+            }
+        }
+    }
+
+    fn durable(&self) -> bool {
+        matches!(self, Target::Tool(t) if t.durable)
+    }
+}
+
+/// The client's answers by key: `Ok(result)` or `Err(error)` for a failure
+/// on the client's side.
+pub(crate) type Answers = Vec<(String, Result<Value, Value>)>;
+
+/// Reads a seed-wire answer, `{result}` or `{error}` (exactly one).
+pub(crate) fn result_or_error(v: &Value) -> Option<Result<Value, Value>> {
+    match (v.get("result"), v.get("error")) {
+        (Some(r), None) => Some(Ok(r.clone())),
+        (None, Some(e)) => Some(Err(e.clone())),
+        _ => None,
+    }
+}
+
+/// The durable side of a request served inside a call's Durable Object.
+pub struct Durable<'a> {
+    /// The call id the Worker routed by (the DO's name).
+    pub call_id: String,
+    /// The DO's storage.
+    pub store: &'a dyn CallStore,
+}
+
+/// Everything one round needs from its wire.
+pub(crate) struct RoundInput<'a> {
+    /// The method state is bound to (`tools/call`, `prompts/get`, `tools/callSaga` …).
+    pub(crate) method: &'a str,
+    pub(crate) target: Target<'a>,
+    pub(crate) args: Value,
+    /// The sealed state the client sent back, if any.
+    pub(crate) state: Option<&'a str>,
+    /// The client's answers by key (`Err` for a client-side failure).
+    pub(crate) answers: Answers,
+    pub(crate) caps: ClientCaps,
+    pub(crate) progress_token: Option<Value>,
+    pub(crate) log_level: Option<String>,
+    /// Keep the arguments in the token (saga: the resume carries none).
+    pub(crate) args_in_token: bool,
+}
+
+/// How a round ended.
+pub(crate) enum RoundOutcome {
+    /// The result object (without `resultType`).
+    Complete(Value),
+    /// Requests to send and the state to send back with the answers.
+    InputRequired {
+        requests: BTreeMap<String, InputRequest>,
+        state: String,
+    },
+}
+
+/// A round's outcome and the notifications emitted on the way.
+pub(crate) struct Round {
+    pub(crate) outcome: RoundOutcome,
+    pub(crate) notifications: Vec<Value>,
+}
+
+fn refused(what: &str) -> McpError {
+    McpError::new(
+        ErrorKind::InvalidState,
+        format!("Invalid request state: {what}"),
+    )
+}
+
+/// Runs one round.
+pub(crate) async fn run_round(
+    server: &Server,
+    input: RoundInput<'_>,
+    ctx: &Ctx<'_>,
+) -> Result<Round, McpError> {
+    let target_name = input.target.name(&input.args);
+    let args_digest = digest_json(&input.args);
+    let binding = Binding {
+        method: input.method,
+        target: &target_name,
+        args: &args_digest,
+        sub: &ctx.principal.0,
+    };
+    let claims = match input.state {
+        Some(s) => Some(token::open(
+            &server.config.keys,
+            s,
+            ctx.env.now_ms,
+            binding,
+        )?),
+        None => None,
+    };
+    let durable = if input.target.durable() {
+        Some(ctx.durable.ok_or_else(|| {
+            McpError::internal("a durable tool was called outside its Durable Object (routing bug)")
+        })?)
+    } else {
+        None
+    };
+
+    // The journal to replay, and the call id.
+    let (mut journal, sid) = match (&claims, durable) {
+        (None, None) => (Journal::new(), super::new_call_id(ctx.env)),
+        (Some(c), None) => (
+            c.journal.clone().ok_or_else(|| refused("malformed"))?,
+            c.sid.clone(),
+        ),
+        (c, Some(d)) => (claim(d, c.as_ref(), ctx.env.now_ms)?, d.call_id.clone()),
+    };
+
+    // Answers to pending requests go into the journal; the rest are offered.
+    let mut offered = Map::new();
+    let mut taken = Vec::new();
+    for (key, answer) in input.answers {
+        if journal.pending.contains_key(&key) {
+            taken.push((key, answer));
+        } else if let Ok(v) = answer {
+            offered.insert(key, v);
+        }
+    }
+    journal.accept_answers(taken);
+    let before = journal.clone();
+
+    let cx = Cx::new(journal, input.caps)
+        .with_offered(offered)
+        .with_progress_token(input.progress_token)
+        .with_log_level(input.log_level.as_deref());
+    let (outcome, notifications) = run_target(&input.target, cx, input.args.clone()).await;
+
+    let outcome = match outcome {
+        Outcome::Complete(v) => {
+            if let Some(d) = durable {
+                finish(d, &before, CallStatus::Completed, ctx.env.now_ms)?;
+            }
+            RoundOutcome::Complete(v)
+        }
+        Outcome::ToolFailed(m) => {
+            if let Some(d) = durable {
+                finish(d, &before, CallStatus::Completed, ctx.env.now_ms)?;
+            }
+            match input.target {
+                Target::Tool(_) => {
+                    RoundOutcome::Complete(super::CallToolResult::error(m).to_json())
+                }
+                // Prompts and resources have no error result: a failure is bad input.
+                _ => return Err(McpError::invalid_params(m)),
+            }
+        }
+        Outcome::InputRequired {
+            requests,
+            mut journal,
+        } => {
+            journal.round = before.round + 1;
+            if let Some(d) = durable {
+                d.store.save(&StoredCall {
+                    version: journal.round,
+                    status: CallStatus::AwaitingInput,
+                    claimed_at_ms: 0,
+                    journal: journal.clone(),
+                })?;
+            }
+            let in_token = durable.is_none()
+                || serde_json::to_vec(&journal).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+            let state = token::seal(
+                &server.config.keys,
+                Claims {
+                    kid: String::new(),
+                    method: input.method.to_string(),
+                    target: target_name.clone(),
+                    args: args_digest.clone(),
+                    sub: ctx.principal.0.clone(),
+                    iat: ctx.env.now_ms,
+                    exp: ctx.env.now_ms.saturating_add(server.config.state_ttl_ms),
+                    sid,
+                    round: journal.round,
+                    arguments: input.args_in_token.then(|| input.args.clone()),
+                    durable: durable.is_some(),
+                    journal: in_token.then_some(journal),
+                },
+            )?;
+            RoundOutcome::InputRequired { requests, state }
+        }
+        Outcome::Error(e) => {
+            // Release the claim so a corrected retry of the same round can run.
+            if let Some(d) = durable {
+                finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms)?;
+            }
+            return Err(e);
+        }
+    };
+    Ok(Round {
+        outcome,
+        notifications,
+    })
+}
+
+/// Durable mode: checks the retry against the stored call (compare-and-set
+/// on the version) and claims the round before anything runs, so a
+/// concurrent retry of the same round is refused and `once` effects run once.
+fn claim(d: &Durable<'_>, claims: Option<&Claims>, now_ms: u64) -> Result<Journal, McpError> {
+    let stored = d.store.load()?;
+    let journal = match (claims, stored) {
+        (None, None) => Journal::new(),
+        (None, Some(_)) => {
+            return Err(McpError::new(
+                ErrorKind::Conflict,
+                "Conflict: this call id is already in use",
+            ));
+        }
+        (Some(c), _) if c.sid != d.call_id => return Err(refused("issued for another call")),
+        // Storage lost (evicted by TTL, another deployment): rebuild from the token.
+        (Some(c), None) => {
+            let mut j = c
+                .journal
+                .clone()
+                .ok_or_else(|| refused("the call's stored state is gone"))?;
+            j.round = c.round;
+            j
+        }
+        (Some(c), Some(s)) => {
+            if s.status == CallStatus::Completed || s.version != c.round {
+                return Err(refused("already used (this round was answered before)"));
+            }
+            if s.status == CallStatus::Running
+                && now_ms.saturating_sub(s.claimed_at_ms) < CLAIM_TIMEOUT_MS
+            {
+                return Err(McpError::new(
+                    ErrorKind::Conflict,
+                    "Conflict: another retry of this round is running",
+                ));
+            }
+            s.journal
+        }
+    };
+    d.store.save(&StoredCall {
+        version: journal.round,
+        status: CallStatus::Running,
+        claimed_at_ms: now_ms,
+        journal: journal.clone(),
+    })?;
+    Ok(journal)
+}
+
+fn finish(
+    d: &Durable<'_>,
+    journal: &Journal,
+    status: CallStatus,
+    now_ms: u64,
+) -> Result<(), McpError> {
+    d.store.save(&StoredCall {
+        version: journal.round,
+        status,
+        claimed_at_ms: now_ms,
+        journal: journal.clone(),
+    })
+}
+
+/// Runs the target's body once with `cx`.
+async fn run_target(target: &Target<'_>, cx: Cx, args: Value) -> (Outcome<Value>, Vec<Value>) {
+    match target {
+        Target::Tool(t) => {
+            let run = engine::run(&*t.handler, cx, args).await;
+            let outcome = match run.outcome {
+                Outcome::Complete(r) => Outcome::Complete(r.to_json()),
+                Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
+                Outcome::InputRequired { requests, journal } => {
+                    Outcome::InputRequired { requests, journal }
+                }
+                Outcome::Error(e) => Outcome::Error(e),
+            };
+            (outcome, run.notifications)
+        }
+        Target::Prompt(p) => {
+            let run = engine::run(&*p.handler, cx, args).await;
+            (run.outcome, run.notifications)
+        }
+        Target::Resource(r) => {
+            let run = engine::run(&*r.handler, cx, args).await;
+            (contents(run.outcome), run.notifications)
+        }
+        Target::Template(t) => {
+            let uri = args["uri"].clone();
+            let mut vars = t
+                .match_uri(uri.as_str().unwrap_or_default())
+                .unwrap_or_default();
+            vars.insert("uri".into(), uri);
+            let run = engine::run(&*t.handler, cx, Value::Object(vars)).await;
+            (contents(run.outcome), run.notifications)
+        }
+    }
+}
+
+fn contents(outcome: Outcome<Vec<Value>>) -> Outcome<Value> {
+    match outcome {
+        Outcome::Complete(c) => Outcome::Complete(json!({ "contents": c })),
+        Outcome::InputRequired { requests, journal } => {
+            Outcome::InputRequired { requests, journal }
+        }
+        Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
+        Outcome::Error(e) => Outcome::Error(e),
+    }
+}

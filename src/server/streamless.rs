@@ -1,0 +1,103 @@
+//! The streamless sketch (seed 002): a `tools/call` that needs input is
+//! answered, without a stream, by a response carrying top-level
+//! `dependent_requests` instead of `result`; the client retries the same
+//! call with top-level `dependent_responses: {key: {result} | {error}}`.
+//!
+//! Clients opt in by sending `dependent_responses` (`{}` on the first call)
+//! or the header `Mcp-Dependent-Requests: 1`. The sketch's "cookie-ish
+//! mechanism" for several rounds is a top-level `requestState` that the
+//! incomplete response carries and the retry echoes.
+
+use serde_json::{json, Map, Value};
+
+use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
+use super::modern::object_param;
+use super::{Ctx, Server};
+use crate::engine::ClientCaps;
+use crate::error::{ErrorKind, McpError};
+use crate::http::HttpRequest;
+use crate::protocol::{result_response, Request};
+
+/// Whether this `tools/call` opted into the streamless wire.
+pub(crate) fn opted_in(req: &HttpRequest, request: &Request) -> bool {
+    request.method == "tools/call"
+        && (request.raw.contains_key("dependent_responses")
+            || req
+                .header("mcp-dependent-requests")
+                .is_some_and(|v| v.trim() == "1"))
+}
+
+/// Serves one streamless round; the whole JSON-RPC response message.
+pub(crate) async fn handle(
+    server: &Server,
+    request: &Request,
+    caps: ClientCaps,
+    ctx: &Ctx<'_>,
+) -> Result<Value, McpError> {
+    let p = &request.params;
+    let name = p
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| McpError::invalid_params("Invalid params: name must be a string"))?;
+    let tool = server
+        .registry
+        .find_tool(name)
+        .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+    let state = match request
+        .raw
+        .get("requestState")
+        .or_else(|| p.get("requestState"))
+    {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => {
+            return Err(McpError::new(
+                ErrorKind::InvalidState,
+                "Invalid request state: malformed",
+            ))
+        }
+    };
+    let answers = dependent_responses(&request.raw)?;
+    let round = run_round(
+        server,
+        RoundInput {
+            method: "tools/call",
+            target: Target::Tool(tool),
+            args: Value::Object(object_param(p, "arguments")?),
+            state,
+            answers,
+            caps,
+            progress_token: None,
+            log_level: None,
+            args_in_token: false,
+        },
+        ctx,
+    )
+    .await?;
+    Ok(match round.outcome {
+        RoundOutcome::Complete(v) => result_response(&request.id, v),
+        RoundOutcome::InputRequired { requests, state } => {
+            let deps: Map<String, Value> = requests
+                .iter()
+                .map(|(k, r)| (k.clone(), r.to_json()))
+                .collect();
+            json!({"jsonrpc": "2.0", "id": request.id, "dependent_requests": deps, "requestState": state})
+        }
+    })
+}
+
+fn dependent_responses(raw: &Map<String, Value>) -> Result<Answers, McpError> {
+    let bad = || {
+        McpError::invalid_params(
+            "Invalid params: dependent_responses must map keys to {result} or {error}",
+        )
+    };
+    let map = match raw.get("dependent_responses") {
+        None | Some(Value::Null) => return Ok(Vec::new()),
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(bad()),
+    };
+    map.iter()
+        .map(|(k, v)| Ok((k.clone(), result_or_error(v).ok_or_else(bad)?)))
+        .collect()
+}

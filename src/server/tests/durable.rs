@@ -1,0 +1,180 @@
+//! Durable mode on the host: each call's journal in its own store (as the
+//! Worker keeps it in a Durable Object), accepted once per round.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use serde_json::{json, Value};
+
+use super::{assert_error, Harness};
+use crate::engine::{form, Cx, ToolError};
+use crate::server::{text, CallToolResult, Tool};
+use crate::store::{CallStatus, CallStore};
+use crate::token::KeyRing;
+
+/// A harness with a durable tool whose `once` effect is counted.
+fn with_counter() -> (Harness, Rc<Cell<u32>>) {
+    let mut h = Harness::new();
+    let effects = Rc::new(Cell::new(0));
+    let counter = effects.clone();
+    h.server.registry.tool(
+        Tool::new(
+            "book",
+            async move |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+                let c = counter.clone();
+                let booking: u32 = cx
+                    .once("booking", async || {
+                        c.set(c.get() + 1);
+                        Ok(c.get())
+                    })
+                    .await?;
+                let a = cx
+                    .elicit(
+                        "confirm",
+                        form("Confirm?", json!({"type": "object", "properties": {}})),
+                    )
+                    .await?;
+                Ok(text(format!("booking {booking} {}", a.action)))
+            },
+        )
+        .description("books once")
+        .durable(),
+    );
+    (h, effects)
+}
+
+fn first_round(h: &mut Harness) -> String {
+    let r = h.call("tools/call", json!({"name": "book", "arguments": {}}));
+    assert_eq!(
+        r.json["result"]["resultType"], "input_required",
+        "{}",
+        r.json
+    );
+    r.json["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_string()
+}
+
+fn answer(h: &mut Harness, state: &str) -> super::Reply {
+    h.call(
+        "tools/call",
+        json!({"name": "book", "arguments": {}, "requestState": state,
+               "inputResponses": {"confirm": {"action": "accept", "content": {}}}}),
+    )
+}
+
+/// A round is accepted once: the same state again is a replay, refused.
+#[test]
+fn a_replayed_round_is_refused_and_the_effect_ran_once() {
+    let (mut h, effects) = with_counter();
+    let state = first_round(&mut h);
+    let r = answer(&mut h, &state);
+    assert_eq!(
+        r.json["result"]["content"][0]["text"], "booking 1 accept",
+        "{}",
+        r.json
+    );
+    let r = answer(&mut h, &state);
+    assert_error(&r, 400, -32602);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("already used"));
+    assert_eq!(effects.get(), 1);
+}
+
+/// A retry while the same round is running is a conflict, not a second run.
+#[test]
+fn a_concurrent_retry_of_a_running_round_conflicts() {
+    let (mut h, effects) = with_counter();
+    let state = first_round(&mut h);
+    // Another isolate claimed this round a moment ago.
+    for store in h.objects.values() {
+        let mut call = store.load().expect("load").expect("stored");
+        call.status = CallStatus::Running;
+        call.claimed_at_ms = h.now_ms;
+        store.save(&call).expect("save");
+    }
+    let r = answer(&mut h, &state);
+    assert_error(&r, 409, -32602);
+    // A claim older than the timeout is taken to have died and is taken over.
+    h.now_ms += 120_000;
+    let r = answer(&mut h, &state);
+    assert_eq!(
+        r.json["result"]["content"][0]["text"], "booking 1 accept",
+        "{}",
+        r.json
+    );
+    assert_eq!(effects.get(), 1);
+}
+
+/// A call whose stored state is gone is rebuilt from the token.
+#[test]
+fn lost_storage_is_rebuilt_from_the_token() {
+    let (mut h, effects) = with_counter();
+    let state = first_round(&mut h);
+    h.objects.clear();
+    let r = answer(&mut h, &state);
+    assert_eq!(
+        r.json["result"]["content"][0]["text"], "booking 1 accept",
+        "{}",
+        r.json
+    );
+    assert_eq!(
+        effects.get(),
+        1,
+        "the memoized effect came back with the journal"
+    );
+}
+
+/// A token signed with the previous key of the ring still completes its call.
+#[test]
+fn a_token_from_the_previous_key_completes_after_rotation() {
+    let (mut h, _) = with_counter();
+    h.server.config.keys = KeyRing::parse("old:old-key-0123456789abcdef").expect("ring");
+    let state = first_round(&mut h);
+    h.server.config.keys =
+        KeyRing::parse("new:new-key-0123456789abcdef,old:old-key-0123456789abcdef").expect("ring");
+    let r = answer(&mut h, &state);
+    assert_eq!(
+        r.json["result"]["content"][0]["text"], "booking 1 accept",
+        "{}",
+        r.json
+    );
+    h.server.config.keys = KeyRing::parse("new:new-key-0123456789abcdef").expect("ring");
+    let state = first_round(&mut h);
+    assert!(state.starts_with("v1."));
+}
+
+/// State issued to one principal does not continue for another.
+#[test]
+fn state_is_bound_to_the_principal() {
+    let (mut h, _) = with_counter();
+    h.server.config.api_tokens = vec![
+        ("tok-a".into(), "alice".into()),
+        ("tok-b".into(), "bob".into()),
+    ];
+    let auth = |t: &'static str| {
+        move |hs: &mut Vec<(String, String)>| super::set(hs, "authorization", Some(t))
+    };
+    let r = h.request(
+        "tools/call",
+        json!({"name": "book", "arguments": {}}),
+        auth("Bearer tok-a"),
+    );
+    let state = r.json["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_string();
+    let params = json!({"name": "book", "arguments": {}, "requestState": state,
+        "inputResponses": {"confirm": {"action": "accept", "content": {}}}});
+    let r = h.request("tools/call", params.clone(), auth("Bearer tok-b"));
+    assert_error(&r, 400, -32602);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("principal"));
+    let r = h.request("tools/call", params, auth("Bearer tok-a"));
+    assert_eq!(r.json["result"]["resultType"], "complete", "{}", r.json);
+}

@@ -1,0 +1,413 @@
+//! The 2026-07-28 wire: every error path, results, MRTR.
+
+use serde_json::{json, Value};
+
+use super::{assert_error, set, Harness};
+use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
+use crate::token::KeyRing;
+
+// ---- framing and transport errors ----
+
+/// Malformed JSON is a parse error with HTTP 400 and a null id.
+#[test]
+fn malformed_json_is_400_parse_error() {
+    let r = Harness::new().raw("POST", &[("content-type", "application/json")], "{oops");
+    assert_error(&r, 400, -32700);
+    assert_eq!(r.json["id"], Value::Null);
+}
+
+/// JSON that is not a JSON-RPC request is -32600 with HTTP 400.
+#[test]
+fn malformed_request_is_400_invalid_request() {
+    let mut h = Harness::new();
+    assert_error(
+        &h.raw(
+            "POST",
+            &[],
+            r#"{"jsonrpc":"1.0","id":3,"method":"tools/list"}"#,
+        ),
+        400,
+        -32600,
+    );
+    assert_error(
+        &h.raw("POST", &[], r#"[{"jsonrpc":"2.0","id":1,"method":"x"}]"#),
+        400,
+        -32600,
+    );
+}
+
+/// GET and DELETE do not exist on the stateless wire.
+#[test]
+fn get_and_delete_are_405() {
+    let mut h = Harness::new();
+    for m in ["GET", "DELETE", "PUT"] {
+        let r = h.raw(m, &[], "");
+        assert_eq!(r.status, 405, "{m}");
+        assert!(r.headers.iter().any(|(k, v)| k == "allow" && v == "POST"));
+    }
+}
+
+/// A notification is accepted with 202 and no body.
+#[test]
+fn notifications_get_202() {
+    let r = Harness::new().raw(
+        "POST",
+        &[],
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{}}"#,
+    );
+    assert_eq!(r.status, 202);
+    assert_eq!(r.json, Value::Null);
+}
+
+/// A foreign Origin or Host is refused with 403 (DNS rebinding).
+#[test]
+fn foreign_origin_or_host_is_403() {
+    let mut h = Harness::new();
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "origin", Some("http://evil.example"))
+    });
+    assert_error(&r, 403, -32600);
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "host", Some("evil.example:8787"))
+    });
+    assert_error(&r, 403, -32600);
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "origin", Some("http://localhost:5173"))
+    });
+    assert_eq!(r.status, 200);
+}
+
+/// A body over the limit is 413.
+#[test]
+fn oversized_body_is_413() {
+    let mut h = Harness::with_config(|c| c.max_body_bytes = 64);
+    let r = h.call("server/discover", json!({"pad": "x".repeat(100)}));
+    assert_error(&r, 413, -32600);
+}
+
+/// With API tokens configured, no or a wrong bearer token is 401 with WWW-Authenticate.
+#[test]
+fn missing_bearer_token_is_401() {
+    let mut h = Harness::with_config(|c| c.api_tokens = vec![("tok-alice".into(), "alice".into())]);
+    let r = h.call("server/discover", json!({}));
+    assert_error(&r, 401, -32600);
+    assert!(r
+        .headers
+        .iter()
+        .any(|(k, v)| k == "www-authenticate" && v.starts_with("Bearer")));
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "authorization", Some("Bearer nope"))
+    });
+    assert_eq!(r.status, 401);
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "authorization", Some("Bearer tok-alice"))
+    });
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json["result"]["cacheScope"], "private");
+}
+
+/// A wrong Accept or Content-Type is refused before the body is read.
+#[test]
+fn wrong_accept_or_content_type_is_refused() {
+    let mut h = Harness::new();
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "accept", Some("text/html"))
+    });
+    assert_eq!(r.status, 406);
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "content-type", Some("text/plain"))
+    });
+    assert_eq!(r.status, 415);
+}
+
+// ---- _meta and header rules ----
+
+/// `_meta`, its protocol version and its client capabilities are required: -32602 / 400.
+#[test]
+fn missing_meta_fields_are_400_invalid_params() {
+    let mut h = Harness::new();
+    for meta in [
+        Value::Null,
+        json!({META_CLIENT_CAPABILITIES: {}}),
+        json!({META_PROTOCOL_VERSION: MODERN}),
+        json!({META_PROTOCOL_VERSION: MODERN, META_CLIENT_CAPABILITIES: "x"}),
+    ] {
+        let params = if meta.is_null() {
+            json!({"_meta": null})
+        } else {
+            json!({"_meta": meta})
+        };
+        let r = h.call("server/discover", params);
+        assert_error(&r, 400, -32602);
+        assert_eq!(r.json["id"], 7, "errors echo the id");
+    }
+}
+
+/// MCP-Protocol-Version must be present and equal `_meta`: -32020 / 400.
+#[test]
+fn protocol_version_header_must_match_meta() {
+    let mut h = Harness::new();
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "mcp-protocol-version", Some("2025-11-25"))
+    });
+    assert_error(&r, 400, -32020);
+    let r = h.request("server/discover", json!({}), |hs| {
+        set(hs, "mcp-protocol-version", None)
+    });
+    assert_error(&r, 400, -32020);
+}
+
+/// An unknown version is -32022 with the supported list and the requested one.
+#[test]
+fn unsupported_version_is_400_with_supported_list() {
+    let mut h = Harness::new();
+    let params = json!({"_meta": {META_PROTOCOL_VERSION: "v999", META_CLIENT_CAPABILITIES: {}}});
+    let r = h.request("server/discover", params, |hs| {
+        set(hs, "mcp-protocol-version", Some("v999"))
+    });
+    assert_error(&r, 400, -32022);
+    assert_eq!(
+        r.json["error"]["data"],
+        json!({"supported": [MODERN], "requested": "v999"})
+    );
+}
+
+/// Mcp-Method and Mcp-Name must mirror the body; the base64 form is decoded.
+#[test]
+fn method_and_name_headers_must_mirror_the_body() {
+    let mut h = Harness::new();
+    let r = h.request("tools/list", json!({}), |hs| {
+        set(hs, "mcp-method", Some("tools/call"))
+    });
+    assert_error(&r, 400, -32020);
+    let r = h.request("tools/list", json!({}), |hs| set(hs, "mcp-method", None));
+    assert_error(&r, 400, -32020);
+    let args = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
+    let r = h.request("tools/call", args.clone(), |hs| {
+        set(hs, "mcp-name", Some("other"))
+    });
+    assert_error(&r, 400, -32020);
+    let r = h.request("tools/call", args.clone(), |hs| set(hs, "mcp-name", None));
+    assert_error(&r, 400, -32020);
+    let r = h.request("tools/call", args.clone(), |hs| {
+        set(hs, "mcp-name", Some("=?base64?YWRk?="))
+    });
+    assert_eq!(r.status, 200, "{}", r.json);
+    let r = h.request("tools/call", args, |hs| {
+        set(hs, "mcp-name", Some("=?base64?!!!?="))
+    });
+    assert_error(&r, 400, -32020);
+}
+
+/// Removed and unknown methods are 404 / -32601.
+#[test]
+fn removed_and_unknown_methods_are_404() {
+    let mut h = Harness::new();
+    for m in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "nope/x",
+    ] {
+        let r = h.call(m, json!({}));
+        assert_error(&r, 404, -32601);
+        assert_eq!(r.json["id"], 7);
+    }
+}
+
+// ---- results ----
+
+/// `server/discover` names versions, capabilities and the server.
+#[test]
+fn discover_describes_the_server() {
+    let r = Harness::new().call("server/discover", json!({}));
+    assert_eq!(r.status, 200);
+    let res = &r.json["result"];
+    assert_eq!(res["resultType"], "complete");
+    assert_eq!(res["supportedVersions"], json!([MODERN]));
+    assert!(res["capabilities"]["tools"].is_object());
+    assert_eq!(
+        res["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "durable-mcp"
+    );
+}
+
+/// Lists carry resultType, ttlMs and cacheScope, and tools are sorted by name.
+#[test]
+fn lists_are_cacheable_and_ordered() {
+    let mut h = Harness::new();
+    for (m, key) in [
+        ("tools/list", "tools"),
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+        ("prompts/list", "prompts"),
+    ] {
+        let r = h.call(m, json!({}));
+        assert_eq!(r.status, 200, "{m}");
+        let res = &r.json["result"];
+        assert_eq!(res["resultType"], "complete");
+        assert!(res["ttlMs"].is_u64());
+        assert_eq!(res["cacheScope"], "public");
+        assert!(res[key].is_array(), "{m}");
+    }
+    let tools = h.call("tools/list", json!({})).json["result"]["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted);
+    assert!(names.contains(&"deploy"));
+}
+
+/// A plain tool call completes with structured content.
+#[test]
+fn tools_call_completes() {
+    let r = Harness::new().call(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+    );
+    assert_eq!(r.json["result"]["resultType"], "complete");
+    assert_eq!(r.json["result"]["structuredContent"], json!({"sum": 5.0}));
+}
+
+/// Bad tool arguments are a tool error the model can read, not a protocol error.
+#[test]
+fn bad_tool_arguments_are_an_error_result() {
+    let r = Harness::new().call(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": "x"}}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json["result"]["isError"], true);
+}
+
+/// An unknown tool is -32602; so is an unknown resource, with its uri (SEP-2164).
+#[test]
+fn unknown_tool_and_resource_are_errors() {
+    let mut h = Harness::new();
+    let r = h.call("tools/call", json!({"name": "nope"}));
+    assert_eq!(r.json["error"]["code"], -32602);
+    let r = h.call("resources/read", json!({"uri": "nope://x"}));
+    assert_error(&r, 404, -32602);
+    assert_eq!(r.json["error"]["data"]["uri"], "nope://x");
+}
+
+/// The seed-000 story over MRTR: elicit, sample, then complete.
+#[test]
+fn deploy_runs_over_mrtr_rounds() {
+    let mut h = Harness::new();
+    let args = json!({"service": "api"});
+    let r1 = h.call("tools/call", json!({"name": "deploy", "arguments": args}));
+    let res = &r1.json["result"];
+    assert_eq!(res["resultType"], "input_required", "{}", r1.json);
+    assert_eq!(
+        res["inputRequests"]["target"]["method"],
+        "elicitation/create"
+    );
+    let state = res["requestState"].as_str().expect("state").to_string();
+    let r2 = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": args, "requestState": state,
+               "inputResponses": {"target": {"action": "accept", "content": {"target": "staging"}}}}),
+    );
+    let res = &r2.json["result"];
+    assert_eq!(
+        res["inputRequests"]["safety"]["method"], "sampling/createMessage",
+        "{}",
+        r2.json
+    );
+    let state = res["requestState"].as_str().expect("state").to_string();
+    let r3 = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": args, "requestState": state,
+               "inputResponses": {"safety": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}}}),
+    );
+    let text = r3.json["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        text.starts_with("Deployed api to staging (ticket CHG-"),
+        "{}",
+        r3.json
+    );
+}
+
+/// A tampered requestState is -32602 / 400; so is one for other arguments.
+#[test]
+fn tampered_or_rebound_state_is_refused() {
+    let mut h = Harness::new();
+    let r1 = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api"}}),
+    );
+    let state = r1.json["result"]["requestState"]
+        .as_str()
+        .expect("state")
+        .to_string();
+    let tampered = format!("{}A", state);
+    let r = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api"}, "requestState": tampered}),
+    );
+    assert_error(&r, 400, -32602);
+    let r = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "db"}, "requestState": state}),
+    );
+    assert_error(&r, 400, -32602);
+    h.now_ms += 2 * 60 * 60 * 1000;
+    let r = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api"}, "requestState": state}),
+    );
+    assert_error(&r, 400, -32602);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("expired"));
+}
+
+/// A deployment without state keys refuses stateful calls with a clear error.
+#[test]
+fn no_state_key_refuses_stateful_calls() {
+    let mut h = Harness::with_config(|c| c.keys = KeyRing::default());
+    let r = h.call(
+        "tools/call",
+        json!({"name": "deploy", "arguments": {"service": "api"}}),
+    );
+    assert_eq!(r.json["error"]["code"], -32603);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("no state key"));
+    let r = h.call(
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+    );
+    assert_eq!(r.status, 200, "stateless tools still work");
+}
+
+/// `subscriptions/listen` opens a held stream starting with the acknowledgement.
+#[test]
+fn listen_starts_with_an_acknowledgement() {
+    let r = Harness::new().call(
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.events[0]["method"],
+        "notifications/subscriptions/acknowledged"
+    );
+    assert_eq!(
+        r.events[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+}

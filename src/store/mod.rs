@@ -1,0 +1,74 @@
+//! Storage for durable calls: a small synchronous trait and an in-memory
+//! implementation. The Worker implements it over Durable Object SQLite,
+//! whose `exec` is synchronous, so no borrow ever spans an `.await`.
+
+use std::cell::RefCell;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Journal;
+use crate::error::McpError;
+
+/// How far a durable call has got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallStatus {
+    /// Waiting for the client's answers to round `version`.
+    AwaitingInput,
+    /// A round is running right now (claimed at `claimed_at_ms`).
+    Running,
+    /// Finished; later retries are replays.
+    Completed,
+}
+
+/// One durable call as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredCall {
+    /// The journal version: the round a retry must continue from.
+    pub version: u32,
+    /// Where the call is.
+    pub status: CallStatus,
+    /// When the running round was claimed (ms since the epoch).
+    pub claimed_at_ms: u64,
+    /// The journal.
+    pub journal: Journal,
+}
+
+/// Storage of one durable call (one Durable Object holds one call).
+pub trait CallStore {
+    /// The stored call, if any.
+    fn load(&self) -> Result<Option<StoredCall>, McpError>;
+    /// Writes the call (insert or replace).
+    fn save(&self, call: &StoredCall) -> Result<(), McpError>;
+    /// Forgets the call.
+    fn clear(&self) -> Result<(), McpError>;
+}
+
+/// A `CallStore` in memory, for tests and benches.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    call: RefCell<Option<StoredCall>>,
+}
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl CallStore for MemoryStore {
+    fn load(&self) -> Result<Option<StoredCall>, McpError> {
+        Ok(self.call.borrow().clone())
+    }
+
+    fn save(&self, call: &StoredCall) -> Result<(), McpError> {
+        *self.call.borrow_mut() = Some(call.clone());
+        Ok(())
+    }
+
+    fn clear(&self) -> Result<(), McpError> {
+        *self.call.borrow_mut() = None;
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+// Runs the official conformance suite (@modelcontextprotocol/conformance)
+// against a wrangler dev it starts with the fixtures on, and exits with the
+// suite's exit code: any failing scored scenario fails `npm test`.
+//
+//   node tests/conformance/run.mjs 2026-07-28
+//   node tests/conformance/run.mjs 2025-11-25
+//
+// An expected-failures file beside this script (expected-failures-<rev>.yml),
+// when present, is passed to the suite; it lists what is known not to pass yet.
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { startWrangler } from '../e2e/wrangler.mjs';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const revision = process.argv[2] ?? '2026-07-28';
+const server = await startWrangler();
+// dns-rebinding-protection needs a localhost URL.
+const url = server.url.replace('127.0.0.1', 'localhost');
+const args = [join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js'),
+  'server', '--url', url, '--requirements', revision];
+const baseline = join(import.meta.dirname, `expected-failures-${revision}.yml`);
+if (existsSync(baseline)) args.push('--expected-failures', baseline);
+let status = 1;
+try {
+  // The suite needs Node 22 (fs.globSync); the test script puts it first on PATH.
+  const r = spawnSync(process.execPath, args, { stdio: 'inherit', timeout: 20 * 60_000 });
+  status = r.status ?? 1;
+} finally {
+  await server.stop();
+}
+console.log(`conformance ${revision}: ${status === 0 ? 'passed' : 'FAILED'} (exit ${status})`);
+process.exit(status);
