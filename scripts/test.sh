@@ -1,46 +1,75 @@
 #!/usr/bin/env bash
 # npm test: set-up, then every test:
-#   1. cargo fmt --check, cargo clippy, cargo test (the sans-IO core, natively)
-#   2. the worker build
-#   3. end-to-end tests (node --test tests/e2e) against wrangler dev instances
+#   1. cargo fmt --check and cargo clippy (style gates)
+#   2. cargo test: the sans-IO core, natively
+#   3. the worker build
+#   4. end-to-end tests (node --test tests/e2e) against wrangler dev instances
 #      they start themselves (free port, fresh --persist-to, stopped by PID)
-#   4. the official conformance suite against wrangler dev, both requirement sets
-# Prints one closing line, "N passed, M failed", counting the steps.
+#   5. the official conformance suite against wrangler dev
+# Ends with one line, "durable-mcp: N passed, M failed", counting tests (cargo
+# tests, e2e tests, scored conformance scenarios) plus the gates.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
-passed=0
-failed=0
+counts="$(mktemp)"
+trap 'rm -f "$counts"' EXIT
 failures=()
-step() {
+
+# A gate: one pass or one fail.
+gate() {
   local name="$1"; shift
   log "── $name"
-  if "$@"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-    failures+=("$name")
-    log "FAILED: $name"
-  fi
+  if "$@"; then echo "1 0" >>"$counts"; else echo "0 1" >>"$counts"; failures+=("$name"); log "FAILED: $name"; fi
 }
 
-bash scripts/setup.sh || { echo "0 passed, 1 failed"; exit 1; }
+# A test step whose output is parsed for its own counts by `parse`.
+suite() {
+  local name="$1" parse="$2"; shift 2
+  log "── $name"
+  local out; out="$(mktemp)"
+  "$@" 2>&1 | tee "$out"
+  local status=${PIPESTATUS[0]}
+  "$parse" "$out" >>"$counts"
+  if [ "$status" -ne 0 ]; then
+    failures+=("$name")
+    # A failing step must count as failed even if its report did not parse.
+    grep -q . <("$parse" "$out" | awk '$2 > 0') || echo "0 1" >>"$counts"
+    log "FAILED: $name"
+  fi
+  rm -f "$out"
+}
 
-step "cargo fmt --check" cargo fmt --all -- --check
-step "cargo clippy" cargo clippy --all-targets --quiet -- -D warnings
-step "cargo test" cargo test --quiet
-step "worker build" bash scripts/build.sh
-if [ "$failed" -eq 0 ] || [ -f build/worker/shim.mjs ]; then
+cargo_counts() { grep -E '^test result:' "$1" | sed -E 's/.* ([0-9]+) passed; ([0-9]+) failed.*/\1 \2/'; }
+node_counts() {
+  local p f
+  p=$(grep -E '^ℹ pass [0-9]+' "$1" | awk '{print $3}' | tail -1)
+  f=$(grep -E '^ℹ fail [0-9]+' "$1" | awk '{print $3}' | tail -1)
+  echo "${p:-0} ${f:-0}"
+}
+conformance_counts() {
+  grep -E '^conformance .*: [0-9]+ scored scenarios passed, [0-9]+ failed' "$1" |
+    sed -E 's/.*: ([0-9]+) scored scenarios passed, ([0-9]+) failed.*/\1 \2/'
+}
+
+if ! bash scripts/setup.sh; then
+  echo "durable-mcp: 0 passed, 1 failed"
+  exit 1
+fi
+
+gate "cargo fmt --check" cargo fmt --all -- --check
+gate "cargo clippy" cargo clippy --all-targets --quiet -- -D warnings
+suite "cargo test" cargo_counts cargo test
+gate "worker build" bash scripts/build.sh
+if [ -f build/worker/shim.mjs ]; then
   # Node 22 for the tests and the tools they start.
-  step "e2e tests" with_node22 node --test --test-concurrency=1 --test-reporter=spec tests/e2e/
-  step "conformance 2026-07-28" with_node22 node tests/conformance/run.mjs 2026-07-28
+  suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec tests/e2e/
+  suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28
 fi
 
+read -r passed failed < <(awk '{p += $1; f += $2} END {print p+0, f+0}' "$counts")
 echo
-if [ "$failed" -gt 0 ]; then
-  log "failed steps: ${failures[*]}"
-fi
-# The closing line CI reads: the conformance summary above prints its own
-# "Total: …" line, which must not be taken for this run's count.
-echo "npm test: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+[ ${#failures[@]} -gt 0 ] && log "failed: ${failures[*]}"
+# The conformance summary above prints its own "Total: …" line; this is the
+# count for the whole run.
+echo "durable-mcp: $passed passed, $failed failed"
+[ ${#failures[@]} -eq 0 ]

@@ -22,12 +22,27 @@ const args = [join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/in
 const baseline = join(import.meta.dirname, `expected-failures-${revision}.yml`);
 if (existsSync(baseline)) args.push('--expected-failures', baseline);
 let status = 1;
+let output = '';
 try {
   // The suite needs Node 22 (fs.globSync); the test script puts it first on PATH.
-  const r = spawnSync(process.execPath, args, { stdio: 'inherit', timeout: 20 * 60_000 });
+  const r = spawnSync(process.execPath, args, { encoding: 'utf8', timeout: 20 * 60_000, maxBuffer: 64 << 20 });
+  output = (r.stdout ?? '') + (r.stderr ?? '');
+  process.stdout.write(output);
   status = r.status ?? 1;
 } finally {
   await server.stop();
 }
-console.log(`conformance ${revision}: ${status === 0 ? 'passed' : 'FAILED'} (exit ${status})`);
+// Count scored scenarios from the summary ("✓ name: …" / "✗ name: …"),
+// leaving out the ones the suite lists as not scored.
+const summary = output.split('=== SUMMARY ===')[1] ?? '';
+const [scoredPart, notScoredPart = ''] = summary.split(/Not scored for/);
+const notScored = new Set([...notScoredPart.matchAll(/[✓✗] (\S+) \(/g)].map((m) => m[1]));
+let passed = 0;
+let failed = 0;
+for (const m of scoredPart.matchAll(/^([✓✗]) (\S+): /gm)) {
+  if (notScored.has(m[2])) continue;
+  if (m[1] === '✓') passed++; else failed++;
+}
+if (status !== 0 && failed === 0) failed = 1; // the suite failed in a way the summary does not show
+console.log(`conformance ${revision}: ${passed} scored scenarios passed, ${failed} failed (suite exit ${status})`);
 process.exit(status);
