@@ -62,7 +62,7 @@ suite "cargo test" cargo_counts cargo test
 gate "worker build" bash scripts/build.sh
 if [ -f build/worker/shim.mjs ]; then
   # Node 22 for the tests and the tools they start.
-  suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec tests/e2e/
+  suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs'
   suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28
 fi
 

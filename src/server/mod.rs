@@ -113,37 +113,14 @@ impl Server {
         durable: Option<&Durable<'_>>,
     ) -> Result<HttpResponse, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
-            return Ok(HttpResponse::json(
-                404,
-                &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"}),
-            ));
+            return Ok(HttpResponse::json(404, &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"})));
         }
-        // Inside a call's Durable Object the Worker has already checked the
-        // request (and the forwarded Host is the internal one).
-        let guard = if durable.is_some() {
-            Ok(())
-        } else {
-            check_origin_and_host(
-                req.header("origin"),
-                req.header("host"),
-                &self.config.allowed_origins,
-                &self.config.allowed_hosts,
-            )
+        // Inside a Durable Object the Worker has already run these checks
+        // (and the forwarded Host is the internal one).
+        let principal = match durable {
+            Some(_) => self.authenticate(req).map_err(|e| (e, None))?,
+            None => self.precheck(req).map_err(|e| (e, None))?,
         };
-        guard.map_err(|why| {
-            let what = match why {
-                crate::http::GuardRejection::Origin => "Origin",
-                crate::http::GuardRejection::Host => "Host",
-            };
-            (
-                McpError::new(
-                    ErrorKind::Forbidden,
-                    format!("Forbidden: {what} not allowed"),
-                ),
-                None,
-            )
-        })?;
-        let principal = self.authenticate(req).map_err(|e| (e, None))?;
         match req.method.as_str() {
             "POST" => {}
             "OPTIONS" => return Ok(HttpResponse::empty(204).with_header("allow", "POST")),
@@ -155,18 +132,6 @@ impl Server {
                     None,
                 ))
             }
-        }
-        if req.body.len() > self.config.max_body_bytes {
-            return Err((
-                McpError::new(
-                    ErrorKind::TooLarge,
-                    format!(
-                        "Request body is larger than {} bytes",
-                        self.config.max_body_bytes
-                    ),
-                ),
-                None,
-            ));
         }
         let message = parse_message(&req.body)?;
         let ctx = Ctx {
@@ -194,6 +159,32 @@ impl Server {
             }
         }
         modern::handle(self, req, message, &ctx).await
+    }
+
+    /// The checks every request passes before anything else: Origin and
+    /// Host, bearer auth, body size. Returns who is calling.
+    pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Principal, McpError> {
+        check_origin_and_host(
+            req.header("origin"),
+            req.header("host"),
+            &self.config.allowed_origins,
+            &self.config.allowed_hosts,
+        )
+        .map_err(|why| {
+            let what = match why {
+                crate::http::GuardRejection::Origin => "Origin",
+                crate::http::GuardRejection::Host => "Host",
+            };
+            McpError::new(ErrorKind::Forbidden, format!("Forbidden: {what} not allowed"))
+        })?;
+        let principal = self.authenticate(req)?;
+        if req.body.len() > self.config.max_body_bytes {
+            return Err(McpError::new(
+                ErrorKind::TooLarge,
+                format!("Request body is larger than {} bytes", self.config.max_body_bytes),
+            ));
+        }
+        Ok(principal)
     }
 
     /// Checks `Authorization: Bearer` when API tokens are configured.

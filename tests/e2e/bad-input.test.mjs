@@ -21,24 +21,6 @@ function assertError(r, status, code, id) {
   if (id !== undefined) assert.equal(r.json.id, id, `id echoed; got ${shown}`);
 }
 
-/**
- * startWrangler() waits for its `{` probe to get the worker's 400 parse
- * error, but with API_TOKENS set the worker answers 401 before parsing (as
- * it should), so the probe would never see 400. Until wrangler.mjs can be
- * told which headers to probe with, its global fetch calls carry the token
- * while it starts. (Nothing else runs meanwhile: --test-concurrency=1.)
- */
-async function startWranglerWithToken(opts, token) {
-  const realFetch = globalThis.fetch;
-  globalThis.fetch = (input, init = {}) =>
-    realFetch(input, { ...init, headers: { ...init.headers, authorization: `Bearer ${token}` } });
-  try {
-    return await startWrangler(opts);
-  } finally {
-    globalThis.fetch = realFetch;
-  }
-}
-
 /** A valid tools/call of `add` (1 + 2). */
 const ADD = { name: 'add', arguments: { a: 1, b: 2 } };
 
@@ -258,7 +240,7 @@ describe('MAX_BODY_BYTES=1024 and API_TOKENS=alice:tok-alice-123', () => {
   let server;
   let url;
   before(async () => {
-    server = await startWranglerWithToken({ vars: { MAX_BODY_BYTES: '1024', API_TOKENS: `alice:${TOKEN}` } }, TOKEN);
+    server = await startWrangler({ vars: { MAX_BODY_BYTES: '1024', API_TOKENS: `alice:${TOKEN}` } });
     url = server.url;
   });
   after(async () => { await server?.stop(); });

@@ -64,7 +64,8 @@ export async function startWrangler(opts = {}) {
     if (child.exitCode !== null) break;
     try {
       const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
-      if (r.status === 400) return server; // our parse error: the worker is up
+      // Our parse error (or 401 when bearer auth is on): the worker is up.
+      if (r.status === 400 || r.status === 401) return server;
     } catch { /* not listening yet */ }
     await new Promise((r) => setTimeout(r, 250));
   }
