@@ -12,6 +12,7 @@
 //! - [`protocol`]: JSON-RPC and MCP message shapes.
 //! - [`engine`]: the replay engine, `Cx` and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
+//! - [`session`]: the 2025-11-25 session wire (one Durable Object per session).
 //! - [`http`]: Streamable HTTP framing as pure functions.
 //! - [`token`]: sealed state tokens.
 //! - [`store`]: storage of durable calls (a sync trait + in-memory).
@@ -23,6 +24,7 @@ pub mod error;
 pub mod http;
 pub mod protocol;
 pub mod server;
+pub mod session;
 pub mod store;
 pub mod token;
 pub mod tools;

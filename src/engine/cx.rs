@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::journal::{answer_shape_ok, Answer, InputRequest, Journal};
+use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT};
 use super::ToolError;
 
 /// Which kinds of input the client declared it can answer in *this* request.
@@ -229,6 +229,14 @@ impl Cx {
     pub fn roots(&self, key: &str) -> Ready<Result<Vec<Root>, ToolError>> {
         let answer = self.ask(key, "roots/list", json!({}));
         ready(answer.and_then(|v| decode(v.get("roots").cloned().unwrap_or(Value::Null))))
+    }
+
+    /// Pauses the call without asking anything: the wire lets go of the
+    /// client (a state-only `input_required`, or an SSE stream closed with a
+    /// `retry:` hint so the Durable Object can hibernate) and the call goes on
+    /// when the client comes back. For long work split into resumable steps.
+    pub fn checkpoint(&self, key: &str) -> Ready<Result<(), ToolError>> {
+        ready(self.ask(key, CHECKPOINT, json!({})).map(|_| ()))
     }
 
     /// Asks the client anything by method name: the answer is returned raw.

@@ -24,7 +24,27 @@ pub struct InputRequest {
     pub params: Value,
 }
 
+/// The method of a checkpoint: a pause that asks the client nothing.
+pub const CHECKPOINT: &str = "durable-mcp/checkpoint";
+
 impl InputRequest {
+    /// True for a checkpoint (see [`Cx::checkpoint`](super::Cx::checkpoint)):
+    /// never sent to the client; taken as answered when the client comes back.
+    pub fn is_checkpoint(&self) -> bool {
+        self.method == CHECKPOINT
+    }
+
+    /// Answers for the pending checkpoints of `pending`: the client came back.
+    pub fn checkpoints_passed<'a>(
+        pending: impl IntoIterator<Item = (&'a String, &'a InputRequest)>,
+    ) -> Vec<(String, Result<Value, Value>)> {
+        pending
+            .into_iter()
+            .filter(|(_, r)| r.is_checkpoint())
+            .map(|(k, _)| (k.clone(), Ok(serde_json::json!({}))))
+            .collect()
+    }
+
     /// A digest of method and params, to notice a replay that asks something else.
     pub fn digest(&self) -> String {
         digest_json(&serde_json::json!([self.method, self.params]))

@@ -21,7 +21,9 @@ use serde_json::Value;
 
 pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Root, SampleResult};
 pub use handler::{boxed, BoxedHandler, Handler, LocalFuture};
-pub use journal::{answer_shape_ok, digest_json, Answer, InputRequest, Journal, JOURNAL_VERSION};
+pub use journal::{
+    answer_shape_ok, digest_json, Answer, InputRequest, Journal, CHECKPOINT, JOURNAL_VERSION,
+};
 
 use crate::error::{ErrorKind, McpError};
 

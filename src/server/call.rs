@@ -154,6 +154,9 @@ pub(crate) async fn run_round(
         (c, Some(d)) => (claim(d, c.as_ref(), ctx.env.now_ms)?, d.call_id.clone()),
     };
 
+    // The client came back: checkpoints are passed.
+    let passed = InputRequest::checkpoints_passed(&journal.pending);
+    journal.accept_answers(passed);
     // Answers to pending requests go into the journal; the rest are offered.
     let mut offered = Map::new();
     let mut taken = Vec::new();
@@ -302,7 +305,11 @@ fn finish(
 }
 
 /// Runs the target's body once with `cx`.
-async fn run_target(target: &Target<'_>, cx: Cx, args: Value) -> (Outcome<Value>, Vec<Value>) {
+pub(crate) async fn run_target(
+    target: &Target<'_>,
+    cx: Cx,
+    args: Value,
+) -> (Outcome<Value>, Vec<Value>) {
     match target {
         Target::Tool(t) => {
             let run = engine::run(&*t.handler, cx, args).await;

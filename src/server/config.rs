@@ -29,6 +29,15 @@ pub struct Config {
     pub list_ttl_ms: u64,
     /// Whether the conformance fixtures are served.
     pub fixtures: bool,
+    /// An idle 2025-11-25 session is deleted after this many ms.
+    pub session_ttl_ms: u64,
+    /// SEP-1699 polling: close a call's SSE stream after the requests (with
+    /// a `retry:` hint) instead of holding it open. On by default.
+    pub sse_polling: bool,
+    /// The `retry:` hint, in ms.
+    pub sse_retry_ms: u64,
+    /// `maxWait` of the resume policy of resumable requests, in ms.
+    pub resume_max_wait_ms: u64,
 }
 
 impl Default for Config {
@@ -45,6 +54,10 @@ impl Default for Config {
             state_ttl_ms: 60 * 60 * 1000,
             list_ttl_ms: 60 * 1000,
             fixtures: false,
+            session_ttl_ms: 24 * 60 * 60 * 1000,
+            sse_polling: true,
+            sse_retry_ms: 1000,
+            resume_max_wait_ms: 5 * 60 * 1000,
         }
     }
 }
@@ -58,6 +71,8 @@ impl Config {
     /// - `STATE_KEYS` (secret): `kid:secret,…`, newest first
     /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth required
     /// - `FIXTURES`: `1` serves the conformance fixtures
+    /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
+    ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -102,6 +117,18 @@ impl Config {
                     Some((tok.trim().to_string(), who.trim().to_string()))
                 })
                 .collect();
+        }
+        if let Some(n) = num("SESSION_TTL_SECONDS")? {
+            c.session_ttl_ms = n.saturating_mul(1000);
+        }
+        if let Some(n) = num("SSE_RETRY_MS")? {
+            c.sse_retry_ms = n;
+        }
+        if let Some(n) = num("RESUME_MAX_WAIT_SECONDS")? {
+            c.resume_max_wait_ms = n.saturating_mul(1000);
+        }
+        if let Some(v) = get("SSE_POLLING") {
+            c.sse_polling = !matches!(v.trim(), "0" | "false");
         }
         c.fixtures = get("FIXTURES").is_some_and(|v| v.trim() == "1" || v.trim() == "true");
         Ok(c)

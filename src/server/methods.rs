@@ -17,55 +17,18 @@ pub(super) async fn dispatch(
     ctx: &Ctx<'_>,
 ) -> Result<Reply, McpError> {
     let p = &request.params;
+    if let Some(result) = stateless_method(server, &request.method, p) {
+        return Ok(Reply::plain(result?));
+    }
     let reply = match request.method.as_str() {
-        "server/discover" => Reply::plain(discover(server)),
-        "tools/list" => Reply::plain(list(
-            server,
-            "tools",
-            server.registry.tools.iter().map(|t| t.listing()),
-        )),
-        "resources/list" => Reply::plain(list(
-            server,
-            "resources",
-            server.registry.resources.iter().map(|r| r.listing()),
-        )),
-        "resources/templates/list" => Reply::plain(list(
-            server,
-            "resourceTemplates",
-            server.registry.templates.iter().map(|t| t.listing()),
-        )),
-        "prompts/list" => Reply::plain(list(
-            server,
-            "prompts",
-            server.registry.prompts.iter().map(|p| p.listing()),
-        )),
-        "tools/call" => {
-            let name = string_param(p, "name")?;
-            let tool = server.registry.find_tool(name).ok_or_else(|| {
-                McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
-            })?;
-            let args = Value::Object(object_param(p, "arguments")?);
-            mrtr::call(server, Target::Tool(tool), args, request, meta, ctx).await?
-        }
-        "prompts/get" => {
-            let name = string_param(p, "name")?;
-            let prompt = server.registry.find_prompt(name).ok_or_else(|| {
-                McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
-            })?;
-            let args = Value::Object(object_param(p, "arguments")?);
-            mrtr::call(server, Target::Prompt(prompt), args, request, meta, ctx).await?
-        }
-        "resources/read" => {
-            let uri = string_param(p, "uri")?;
-            let target = find_resource(server, uri)?;
-            let mut reply =
-                mrtr::call(server, target, json!({"uri": uri}), request, meta, ctx).await?;
-            if reply.result.get("resultType") == Some(&json!("complete")) {
+        m @ ("tools/call" | "prompts/get" | "resources/read") => {
+            let (target, args) = call_target(server, m, &Value::Object(p.clone()))?;
+            let mut reply = mrtr::call(server, target, args, request, meta, ctx).await?;
+            if m == "resources/read" && reply.result.get("resultType") == Some(&json!("complete")) {
                 add_cache_fields(server, &mut reply.result);
             }
             reply
         }
-        "completion/complete" => Reply::plain(complete(server, p)?),
         m if saga::is_saga(m) => {
             let caps = ClientCaps::from_json(Some(&meta.capabilities));
             Reply::plain(saga::handle(server, request, caps, ctx).await?)
@@ -80,6 +43,74 @@ pub(super) async fn dispatch(
         m => return Err(McpError::method_not_found(m)),
     };
     Ok(reply)
+}
+
+/// Methods that need nothing but the registry, served the same on both
+/// wires (the session wire strips the 2026 cache fields).
+pub(crate) fn stateless_method(
+    server: &Server,
+    method: &str,
+    p: &Map<String, Value>,
+) -> Option<Result<Value, McpError>> {
+    let registry = &server.registry;
+    Some(Ok(match method {
+        "server/discover" => discover(server),
+        "tools/list" => list(server, "tools", registry.tools.iter().map(|t| t.listing())),
+        "resources/list" => list(
+            server,
+            "resources",
+            registry.resources.iter().map(|r| r.listing()),
+        ),
+        "resources/templates/list" => list(
+            server,
+            "resourceTemplates",
+            registry.templates.iter().map(|t| t.listing()),
+        ),
+        "prompts/list" => list(
+            server,
+            "prompts",
+            registry.prompts.iter().map(|p| p.listing()),
+        ),
+        "completion/complete" => return Some(complete(server, p)),
+        _ => return None,
+    }))
+}
+
+/// What a `tools/call`, `prompts/get` or `resources/read` runs, and with
+/// which arguments.
+pub(crate) fn call_target<'a>(
+    server: &'a Server,
+    method: &str,
+    params: &Value,
+) -> Result<(Target<'a>, Value), McpError> {
+    let p = params.as_object().cloned().unwrap_or_default();
+    match method {
+        "tools/call" => {
+            let name = string_param(&p, "name")?;
+            let tool = server.registry.find_tool(name).ok_or_else(|| {
+                McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
+            })?;
+            Ok((
+                Target::Tool(tool),
+                Value::Object(object_param(&p, "arguments")?),
+            ))
+        }
+        "prompts/get" => {
+            let name = string_param(&p, "name")?;
+            let prompt = server.registry.find_prompt(name).ok_or_else(|| {
+                McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
+            })?;
+            Ok((
+                Target::Prompt(prompt),
+                Value::Object(object_param(&p, "arguments")?),
+            ))
+        }
+        "resources/read" => {
+            let uri = string_param(&p, "uri")?;
+            Ok((find_resource(server, uri)?, json!({ "uri": uri })))
+        }
+        m => Err(McpError::method_not_found(m)),
+    }
 }
 
 fn string_param<'a>(p: &'a Map<String, Value>, key: &str) -> Result<&'a str, McpError> {

@@ -24,8 +24,10 @@ mod route;
 mod saga;
 mod streamless;
 
+pub(crate) use call::run_target;
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
+pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub use registry::{
     content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool,
 };
@@ -68,7 +70,7 @@ pub(crate) struct Ctx<'a> {
 }
 
 /// A fresh call id from the request's randomness.
-pub(crate) fn new_call_id(env: &Env) -> String {
+pub fn new_call_id(env: &Env) -> String {
     env.random.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -113,7 +115,10 @@ impl Server {
         durable: Option<&Durable<'_>>,
     ) -> Result<HttpResponse, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
-            return Ok(HttpResponse::json(404, &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"})));
+            return Ok(HttpResponse::json(
+                404,
+                &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"}),
+            ));
         }
         // Inside a Durable Object the Worker has already run these checks
         // (and the forwarded Host is the internal one).
@@ -175,13 +180,19 @@ impl Server {
                 crate::http::GuardRejection::Origin => "Origin",
                 crate::http::GuardRejection::Host => "Host",
             };
-            McpError::new(ErrorKind::Forbidden, format!("Forbidden: {what} not allowed"))
+            McpError::new(
+                ErrorKind::Forbidden,
+                format!("Forbidden: {what} not allowed"),
+            )
         })?;
         let principal = self.authenticate(req)?;
         if req.body.len() > self.config.max_body_bytes {
             return Err(McpError::new(
                 ErrorKind::TooLarge,
-                format!("Request body is larger than {} bytes", self.config.max_body_bytes),
+                format!(
+                    "Request body is larger than {} bytes",
+                    self.config.max_body_bytes
+                ),
             ));
         }
         Ok(principal)

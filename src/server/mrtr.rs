@@ -62,9 +62,15 @@ pub(crate) async fn call(
         RoundOutcome::InputRequired { requests, state } => {
             let reqs: Map<String, Value> = requests
                 .iter()
+                .filter(|(_, r)| !r.is_checkpoint())
                 .map(|(k, r)| (k.clone(), r.to_json()))
                 .collect();
-            json!({"resultType": "input_required", "inputRequests": reqs, "requestState": state})
+            // Only checkpoints: a state-only round (the client just retries).
+            if reqs.is_empty() {
+                json!({"resultType": "input_required", "requestState": state})
+            } else {
+                json!({"resultType": "input_required", "inputRequests": reqs, "requestState": state})
+            }
         }
     };
     Ok(Reply {

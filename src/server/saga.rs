@@ -89,7 +89,11 @@ pub(crate) async fn handle(
     Ok(match round.outcome {
         RoundOutcome::Complete(v) => v,
         RoundOutcome::InputRequired { requests, state } => {
-            let steps: Vec<Value> = requests.iter().map(|(k, r)| step(k, r)).collect();
+            let steps: Vec<Value> = requests
+                .iter()
+                .filter(|(_, r)| !r.is_checkpoint())
+                .map(|(k, r)| step(k, r))
+                .collect();
             json!({"state": "suspended", "sagaToken": state, "steps": steps})
         }
     })

@@ -79,6 +79,7 @@ pub(crate) async fn handle(
         RoundOutcome::InputRequired { requests, state } => {
             let deps: Map<String, Value> = requests
                 .iter()
+                .filter(|(_, r)| !r.is_checkpoint())
                 .map(|(k, r)| (k.clone(), r.to_json()))
                 .collect();
             json!({"jsonrpc": "2.0", "id": request.id, "dependent_requests": deps, "requestState": state})

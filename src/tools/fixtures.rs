@@ -217,6 +217,22 @@ fn interactive_tools(r: &mut Registry) {
         .input_schema(empty_schema()),
     );
     r.tool(
+        Tool::new("test_reconnection", async |cx: &mut Cx, _: Value| -> Out {
+            // Lets go of the client mid-call (SEP-1699 polling); the result
+            // comes when it reconnects.
+            cx.checkpoint("reconnect").await?;
+            Ok(text(
+                "Reconnection test completed successfully. If you received this, the client properly \
+                 reconnected after stream closure.",
+            ))
+        })
+        .description(
+            "Tests SSE stream disconnection and client reconnection (SEP-1699). Server will close the stream \
+             mid-call and send the result after client reconnects.",
+        )
+        .input_schema(empty_schema()),
+    );
+    r.tool(
         Tool::new(
             "test_missing_capability",
             async |cx: &mut Cx, _: Value| -> Out {

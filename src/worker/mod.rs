@@ -1,27 +1,37 @@
 //! The Cloudflare glue (wasm32 only): translation, no protocol decisions.
 //!
 //! `fetch` turns a `worker::Request` into an [`HttpRequest`], builds the
-//! server from the Worker's vars and secrets, runs it, and turns the
-//! [`HttpResponse`] back. Durable Objects live in `object.rs`.
+//! server from the Worker's vars and secrets, asks it where the request is
+//! served ([`Route`]), and either serves it here or forwards it to a Durable
+//! Object, then turns the [`HttpResponse`] back.
 //!
 //! # Layout
 //! - `mod.rs`: the fetch entry and request/response conversion.
-//! - `object.rs`: the `McpObject` Durable Object class and its SQLite store.
+//! - `object.rs`: the `McpObject` Durable Object class (a call or a session).
+//! - `call_store.rs`, `session_store.rs`: their SQLite storage.
 
+mod call_store;
 mod object;
+mod session_store;
 
+use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::stream;
 use worker::{event, Context, Env, Headers, Method, Request, RequestInit, Response, Result};
 
 use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
 use crate::server::{Config, Route, Server};
 
-/// The header that carries the call id from the Worker to the call's object.
-/// Set by the Worker only; the stateless path ignores it.
-pub(crate) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
-
 /// How often a held-open SSE stream sends `: keepalive`.
 const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
+
+/// The header that carries the call id from the Worker to the call's object.
+pub(crate) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
+/// The header that carries the session id from the Worker to the session's object.
+pub(crate) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
+/// Set by the Worker when it minted the session id for an `initialize`.
+pub(crate) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
+/// Internal headers: set by the Worker only, dropped when a client sends them.
+const INTERNAL_HEADERS: [&str; 3] = [CALL_ID_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER];
 
 #[event(start)]
 fn start() {
@@ -40,39 +50,32 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         Err(e) => {
             worker::console_error!("configuration error: {e}");
             let err = crate::error::McpError::internal(format!("server misconfigured: {e}"));
-            return to_worker_response(crate::server::error_response(&err, None));
+            return to_worker_response(crate::server::error_response(&err, None), None);
         }
     };
     let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
     let env_now = request_env();
-    match server.route(&http, &env_now) {
-        Route::Local => to_worker_response(server.handle(&http, &env_now).await),
-        Route::Object { name, call_id } => {
-            let stub = env
-                .durable_object("MCP_OBJECTS")?
-                .id_from_name(&name)?
-                .get_stub()?;
-            stub.fetch_with_request(to_object_request(&http, &call_id)?)
-                .await
+    let (name, internal) = match server.route(&http, &env_now) {
+        Route::Local => return to_worker_response(server.handle(&http, &env_now).await, None),
+        Route::Object { name, call_id } => (name, vec![(CALL_ID_HEADER, call_id)]),
+        Route::Session {
+            name,
+            session_id,
+            new,
+        } => {
+            let mut h = vec![(SESSION_ID_HEADER, session_id)];
+            if new {
+                h.push((SESSION_NEW_HEADER, "1".to_string()));
+            }
+            (name, h)
         }
-    }
-}
-
-/// The request forwarded to a call's Durable Object: the original plus the
-/// call id header (any such header from the client is replaced).
-fn to_object_request(http: &HttpRequest, call_id: &str) -> Result<Request> {
-    let headers = Headers::new();
-    for (k, v) in &http.headers {
-        if k != CALL_ID_HEADER {
-            headers.append(k, v)?;
-        }
-    }
-    headers.set(CALL_ID_HEADER, call_id)?;
-    let mut init = RequestInit::new();
-    init.with_method(Method::Post)
-        .with_headers(headers)
-        .with_body(Some(js_sys::Uint8Array::from(http.body.as_slice()).into()));
-    Request::new_with_init("https://durable-mcp.internal/mcp", &init)
+    };
+    let stub = env
+        .durable_object("MCP_OBJECTS")?
+        .id_from_name(&name)?
+        .get_stub()?;
+    stub.fetch_with_request(to_object_request(&http, &internal)?)
+        .await
 }
 
 /// Reads the configuration from vars (wrangler.toml) and secrets (`.dev.vars`
@@ -120,7 +123,37 @@ pub(crate) async fn to_http_request(mut req: Request) -> Result<HttpRequest> {
     })
 }
 
-pub(crate) fn to_worker_response(resp: HttpResponse) -> Result<Response> {
+/// The request forwarded to a Durable Object: the original plus the internal
+/// headers (any such header from the client is dropped).
+fn to_object_request(http: &HttpRequest, internal: &[(&str, String)]) -> Result<Request> {
+    let headers = Headers::new();
+    for (k, v) in &http.headers {
+        if !INTERNAL_HEADERS.contains(&k.as_str()) {
+            headers.append(k, v)?;
+        }
+    }
+    for (k, v) in internal {
+        headers.set(k, v)?;
+    }
+    let method = match http.method.as_str() {
+        "GET" => Method::Get,
+        "DELETE" => Method::Delete,
+        _ => Method::Post,
+    };
+    let mut init = RequestInit::new();
+    init.with_method(method).with_headers(headers);
+    if !http.body.is_empty() {
+        init.with_body(Some(js_sys::Uint8Array::from(http.body.as_slice()).into()));
+    }
+    Request::new_with_init("https://durable-mcp.internal/mcp", &init)
+}
+
+/// Converts a response. `live`: for a held-open session stream, the channel
+/// later events arrive on (the stream ends when its sender is dropped).
+pub(crate) fn to_worker_response(
+    resp: HttpResponse,
+    live: Option<UnboundedReceiver<Vec<u8>>>,
+) -> Result<Response> {
     let headers = Headers::new();
     for (k, v) in &resp.headers {
         headers.append(k, v)?;
@@ -130,20 +163,35 @@ pub(crate) fn to_worker_response(resp: HttpResponse) -> Result<Response> {
         Body::Bytes(b) => Response::from_bytes(b)?,
         Body::Sse(events) => Response::from_bytes(encode_all(&events).into_bytes())?,
         Body::SseOpen(events) => {
-            let first = encode_all(&events).into_bytes();
-            // The first chunk, then a keepalive comment every 25 s until the
-            // client goes away (the runtime cancels the stream then).
-            let s = stream::unfold(Some(first), |pending| async move {
-                match pending {
-                    Some(bytes) => Some((Ok::<Vec<u8>, worker::Error>(bytes), None)),
-                    None => {
-                        worker::Delay::from(KEEPALIVE_EVERY).await;
-                        Some((Ok(KEEPALIVE.as_bytes().to_vec()), None))
-                    }
-                }
-            });
-            Response::from_stream(s)?
+            Response::from_stream(held_open(encode_all(&events).into_bytes(), live))?
         }
     };
     Ok(out.with_status(resp.status).with_headers(headers))
+}
+
+/// A held-open SSE stream: the first bytes, then whatever arrives on `live`,
+/// with a keepalive comment after 25 s of silence. It ends when the sender is
+/// dropped (the call finished, or the stream was closed); without `live` it
+/// runs until the client goes away (the runtime cancels it then).
+fn held_open(
+    first: Vec<u8>,
+    live: Option<UnboundedReceiver<Vec<u8>>>,
+) -> impl futures_util::Stream<Item = Result<Vec<u8>>> {
+    use futures_util::future::{select, Either};
+    use futures_util::StreamExt;
+    stream::unfold((Some(first), live), |(first, live)| async move {
+        if let Some(bytes) = first {
+            return Some((Ok(bytes), (None, live)));
+        }
+        let tick = worker::Delay::from(KEEPALIVE_EVERY);
+        let Some(mut rx) = live else {
+            tick.await;
+            return Some((Ok(KEEPALIVE.as_bytes().to_vec()), (None, None)));
+        };
+        match select(rx.next(), tick).await {
+            Either::Left((Some(bytes), _)) => Some((Ok(bytes), (None, Some(rx)))),
+            Either::Left((None, _)) => None,
+            Either::Right(_) => Some((Ok(KEEPALIVE.as_bytes().to_vec()), (None, Some(rx)))),
+        }
+    })
 }

@@ -1,30 +1,47 @@
-//! The `McpObject` Durable Object class: one instance per durable call,
-//! named `call:<id>`. It runs the same server with its SQLite storage as the
-//! call store, and deletes everything when its idle alarm fires.
+//! The `McpObject` Durable Object class. An instance is either one durable
+//! call (named `call:<id>`) or one 2025-11-25 session (`session:<id>`); the
+//! Worker says which in an internal header. It runs the same server with its
+//! SQLite storage, holds the session's open SSE streams in memory (a cache
+//! of connections, never the source of truth), and cleans up on its alarm.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::time::Duration;
 
-use serde::Deserialize;
-use worker::{
-    durable_object, DurableObject, Env, Request, Response, Result, SqlStorage, SqlStorageValue,
-    State,
+use futures_channel::mpsc::{unbounded, UnboundedSender};
+use worker::{durable_object, DurableObject, Env, Request, Response, Result, State};
+
+use super::call_store::SqliteStore;
+use super::session_store::SqliteSessionStore;
+use super::{
+    config_from_env, request_env, to_http_request, to_worker_response, CALL_ID_HEADER,
+    SESSION_ID_HEADER, SESSION_NEW_HEADER,
 };
-
-use super::{config_from_env, request_env, to_http_request, to_worker_response, CALL_ID_HEADER};
 use crate::error::McpError;
-use crate::server::{Durable, Server};
-use crate::store::{CallStatus, CallStore, StoredCall};
+use crate::http::{encode_all, HttpRequest};
+use crate::server::{error_response, Durable, Server};
+use crate::session::Push;
 
-/// One paused call (durable mode).
+/// One durable call, or one session.
 #[durable_object]
 pub struct McpObject {
     state: State,
     env: Env,
+    /// Open response streams by session stream id.
+    live: RefCell<HashMap<String, Vec<UnboundedSender<Vec<u8>>>>>,
+}
+
+fn rust_error(e: McpError) -> worker::Error {
+    worker::Error::RustError(e.message)
 }
 
 impl DurableObject for McpObject {
     fn new(state: State, env: Env) -> Self {
-        Self { state, env }
+        Self {
+            state,
+            env,
+            live: RefCell::new(HashMap::new()),
+        }
     }
 
     async fn fetch(&self, req: Request) -> Result<Response> {
@@ -32,14 +49,14 @@ impl DurableObject for McpObject {
         let config = match config_from_env(&self.env) {
             Ok(c) => c,
             Err(e) => {
-                return to_worker_response(crate::server::error_response(
-                    &McpError::internal(e),
-                    None,
-                ))
+                return to_worker_response(error_response(&McpError::internal(e), None), None)
             }
         };
-        let ttl_ms = config.state_ttl_ms;
         let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
+        if let Some(session_id) = http.header(SESSION_ID_HEADER).map(str::to_string) {
+            let new = http.header(SESSION_NEW_HEADER).is_some();
+            return self.session(&server, &http, &session_id, new).await;
+        }
         let Some(call_id) = http.header(CALL_ID_HEADER).map(str::to_string) else {
             return Response::error("this object is reached only through the worker", 400);
         };
@@ -52,105 +69,83 @@ impl DurableObject for McpObject {
         // Idle TTL: every request pushes the deletion back.
         self.state
             .storage()
-            .set_alarm(Duration::from_millis(ttl_ms))
+            .set_alarm(Duration::from_millis(config.state_ttl_ms))
             .await?;
-        to_worker_response(resp)
+        to_worker_response(resp, None)
     }
 
     async fn alarm(&self) -> Result<Response> {
+        let sql = self.state.storage().sql();
+        if SqliteSessionStore::exists(&sql) {
+            let config = config_from_env(&self.env).map_err(worker::Error::RustError)?;
+            let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
+            let store = SqliteSessionStore::new(sql).map_err(rust_error)?;
+            let next = crate::session::on_alarm(&server, &store, request_env().now_ms)
+                .map_err(rust_error)?;
+            if let Some(at) = next {
+                self.set_alarm_at(at).await?;
+                return Response::ok("rescheduled");
+            }
+        }
         // Alarms are at-least-once: deleting what is already gone is fine.
+        self.live.borrow_mut().clear();
         self.state.storage().delete_all().await?;
         Response::ok("deleted")
     }
 }
 
-/// A [`CallStore`] over the object's SQLite database. `exec` is synchronous,
-/// so nothing here spans an await.
-struct SqliteStore {
-    sql: SqlStorage,
-}
-
-#[derive(Deserialize)]
-struct Row {
-    version: f64,
-    status: String,
-    claimed_at: f64,
-    journal: String,
-}
-
-fn storage_error(e: impl std::fmt::Display) -> McpError {
-    McpError::internal(format!("durable storage failed: {e}"))
-}
-
-impl SqliteStore {
-    fn new(sql: SqlStorage) -> Self {
-        Self { sql }
-    }
-
-    /// Creates the table when missing (a fired alarm deletes it).
-    fn ensure(&self) -> std::result::Result<(), McpError> {
-        self.sql
-            .exec(
-                "CREATE TABLE IF NOT EXISTS durable_call (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
-                    version INTEGER NOT NULL,
-                    status TEXT NOT NULL,
-                    claimed_at INTEGER NOT NULL,
-                    journal TEXT NOT NULL)",
-                None,
-            )
-            .map(|_| ())
-            .map_err(storage_error)
-    }
-}
-
-impl CallStore for SqliteStore {
-    fn load(&self) -> std::result::Result<Option<StoredCall>, McpError> {
-        self.ensure()?;
-        let rows: Vec<Row> = self
-            .sql
-            .exec(
-                "SELECT version, status, claimed_at, journal FROM durable_call WHERE id = 1",
-                None,
-            )
-            .and_then(|c| c.to_array())
-            .map_err(storage_error)?;
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(None);
+impl McpObject {
+    /// Serves a request of the session this object holds.
+    async fn session(
+        &self,
+        server: &Server,
+        http: &HttpRequest,
+        session_id: &str,
+        new: bool,
+    ) -> Result<Response> {
+        let store = match SqliteSessionStore::new(self.state.storage().sql()) {
+            Ok(s) => s,
+            Err(e) => return to_worker_response(error_response(&e, None), None),
         };
-        let status: CallStatus =
-            serde_json::from_value(serde_json::Value::String(row.status)).map_err(storage_error)?;
-        Ok(Some(StoredCall {
-            version: row.version as u32,
-            status,
-            claimed_at_ms: row.claimed_at as u64,
-            journal: serde_json::from_str(&row.journal).map_err(storage_error)?,
-        }))
+        let reply =
+            crate::session::handle(server, http, &request_env(), &store, session_id, new).await;
+        self.deliver(reply.pushes);
+        match reply.wake_at_ms {
+            Some(at) => self.set_alarm_at(at).await?,
+            None => {
+                // The session is gone (DELETE): drop its streams and storage.
+                self.live.borrow_mut().clear();
+                self.state.storage().delete_all().await?;
+            }
+        }
+        let live = reply.live.map(|stream| {
+            let (tx, rx) = unbounded();
+            self.live.borrow_mut().entry(stream).or_default().push(tx);
+            rx
+        });
+        to_worker_response(reply.response, live)
     }
 
-    fn save(&self, call: &StoredCall) -> std::result::Result<(), McpError> {
-        self.ensure()?;
-        let status = serde_json::to_value(call.status).map_err(storage_error)?;
-        let journal = serde_json::to_string(&call.journal).map_err(storage_error)?;
-        self.sql
-            .exec(
-                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal) VALUES (1, ?, ?, ?, ?)",
-                vec![
-                    SqlStorageValue::from(i64::from(call.version)),
-                    SqlStorageValue::from(status.as_str().unwrap_or("running").to_string()),
-                    SqlStorageValue::from(i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX)),
-                    SqlStorageValue::from(journal),
-                ],
-            )
-            .map(|_| ())
-            .map_err(storage_error)
+    /// Sends pushed events to the streams held open for them.
+    fn deliver(&self, pushes: Vec<Push>) {
+        let mut live = self.live.borrow_mut();
+        for push in pushes {
+            let bytes = encode_all(&push.events).into_bytes();
+            if let Some(senders) = live.get_mut(&push.stream) {
+                senders.retain(|tx| bytes.is_empty() || tx.unbounded_send(bytes.clone()).is_ok());
+            }
+            if push.close {
+                // Dropping the senders ends those responses.
+                live.remove(&push.stream);
+            }
+        }
     }
 
-    fn clear(&self) -> std::result::Result<(), McpError> {
-        self.ensure()?;
-        self.sql
-            .exec("DELETE FROM durable_call", None)
-            .map(|_| ())
-            .map_err(storage_error)
+    async fn set_alarm_at(&self, at_ms: u64) -> Result<()> {
+        let delay = at_ms.saturating_sub(request_env().now_ms).max(1);
+        self.state
+            .storage()
+            .set_alarm(Duration::from_millis(delay))
+            .await
     }
 }

@@ -37,6 +37,7 @@ const FIXTURE_TOOLS = [
   'test_sampling',
   'test_simple_text',
   'test_streaming_elicitation',
+  'test_reconnection',
   'test_tool_with_logging',
   'test_tool_with_progress',
 ];

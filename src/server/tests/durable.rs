@@ -178,3 +178,18 @@ fn state_is_bound_to_the_principal() {
     let r = h.request("tools/call", params, auth("Bearer tok-a"));
     assert_eq!(r.json["result"]["resultType"], "complete", "{}", r.json);
 }
+
+/// A durable call is checked (Origin, Host, auth) before it is routed to
+/// its object, which trusts the Worker's checks.
+#[test]
+fn a_durable_call_from_a_foreign_origin_is_refused() {
+    let (mut h, effects) = with_counter();
+    let r = h.request(
+        "tools/call",
+        json!({"name": "book", "arguments": {}}),
+        |hs| super::set(hs, "origin", Some("http://evil.example")),
+    );
+    assert_error(&r, 403, -32600);
+    assert!(h.objects.is_empty(), "nothing was routed to an object");
+    assert_eq!(effects.get(), 0);
+}

@@ -4,9 +4,11 @@
 //! - `modern.rs`: the 2026-07-28 rules, results and MRTR.
 //! - `wires.rs`: the saga methods and the streamless sketch.
 //! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
+//! - `session.rs`: the 2025-11-25 session wire.
 
 mod durable;
 mod modern;
+mod session;
 mod wires;
 
 use serde_json::{json, Value};
@@ -24,6 +26,11 @@ pub(super) struct Harness {
     pub(super) now_ms: u64,
     next_random: u8,
     pub(super) objects: std::collections::HashMap<String, crate::store::MemoryStore>,
+    pub(super) sessions: std::collections::HashMap<String, crate::session::MemorySessionStore>,
+    /// What session requests pushed to held-open streams, in order.
+    pub(super) pushes: Vec<crate::session::Push>,
+    /// The live stream the last session reply asked to hold open.
+    pub(super) live: Option<String>,
 }
 
 pub(super) struct Reply {
@@ -54,6 +61,9 @@ impl Harness {
             now_ms: 1_800_000_000_000,
             next_random: 0,
             objects: Default::default(),
+            sessions: Default::default(),
+            pushes: Vec::new(),
+            live: None,
         }
     }
 
@@ -69,6 +79,24 @@ impl Harness {
                 let store = self.objects.entry(name).or_default();
                 let durable = Durable { call_id, store };
                 block_on(self.server.handle_durable(&req, &env, &durable))
+            }
+            Route::Session {
+                name,
+                session_id,
+                new,
+            } => {
+                let store = self.sessions.entry(name).or_default();
+                let reply = block_on(crate::session::handle(
+                    &self.server,
+                    &req,
+                    &env,
+                    store,
+                    &session_id,
+                    new,
+                ));
+                self.pushes.extend(reply.pushes);
+                self.live = reply.live;
+                reply.response
             }
         };
         let (json, events) = match &resp.body {

@@ -411,3 +411,22 @@ fn listen_starts_with_an_acknowledgement() {
         7
     );
 }
+
+/// A checkpoint on the stateless wire is a state-only input_required round.
+#[test]
+fn a_checkpoint_is_a_state_only_round() {
+    let mut h = Harness::new();
+    let r = h.call(
+        "tools/call",
+        json!({"name": "test_reconnection", "arguments": {}}),
+    );
+    let res = &r.json["result"];
+    assert_eq!(res["resultType"], "input_required");
+    assert!(res.get("inputRequests").is_none(), "{res}");
+    let state = res["requestState"].as_str().expect("state").to_string();
+    let r = h.call(
+        "tools/call",
+        json!({"name": "test_reconnection", "arguments": {}, "requestState": state}),
+    );
+    assert_eq!(r.json["result"]["resultType"], "complete", "{}", r.json);
+}

@@ -1,0 +1,236 @@
+//! Calls on the session wire: each runs on the replay engine; a suspended
+//! round becomes JSON-RPC requests to the client on the call's stream, and
+//! the last answer of a round runs the next one.
+
+use serde_json::{json, Value};
+
+use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
+use super::streams::{log_all, reply};
+use super::{caps_of, progress_token, session_shape, Push, SessionReply};
+use crate::engine::{ClientCaps, Cx, Journal, Outcome};
+use crate::error::McpError;
+use crate::http::{HttpRequest, HttpResponse};
+use crate::protocol::{notification, result_response, Request};
+use crate::server::{call_target, run_target, Env, Server};
+
+/// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
+pub(super) async fn start(
+    server: &Server,
+    _req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    meta: &mut SessionMeta,
+    r: &Request,
+) -> Result<SessionReply, McpError> {
+    let params = Value::Object(r.params.clone());
+    // Unknown tools and the like are plain errors, before any stream exists.
+    call_target(server, &r.method, &params)?;
+    let stream = format!("c{}", meta.next_stream);
+    meta.next_stream += 1;
+    store.put_meta(meta)?;
+
+    let resumable = meta
+        .client_capabilities
+        .get("resumableRequests")
+        .is_some_and(|v| !v.is_null());
+    let mut call = SessionCall {
+        stream: stream.clone(),
+        request_id: r.id.clone(),
+        method: r.method.clone(),
+        params,
+        journal: Journal::new(),
+        state: CallState::Initializing,
+        resume_token: resumable.then(|| crate::server::new_call_id(env)),
+        max_wait_ms: resumable.then_some(server.config.resume_max_wait_ms),
+        last_contact_ms: env.now_ms,
+        confirmed_lsn: 0,
+    };
+    let mut messages = Vec::new();
+    if let Some(token) = &call.resume_token {
+        messages.push(notification(
+            "notifications/requests/resumePolicy",
+            json!({"requestId": r.id, "resumeToken": token,
+                   "maxWait": server.config.resume_max_wait_ms / 1000}),
+        ));
+    }
+    messages.extend(advance(server, meta, &mut call).await);
+
+    // A call that finished at once with nothing else to say is a plain JSON
+    // response; there is nothing to resume.
+    if messages.len() == 1 && call.state.is_final() && !resumable {
+        let only = messages.remove(0);
+        return Ok(SessionReply::plain(HttpResponse::json(200, &only)));
+    }
+    let events = log_all(store, &stream, &messages)?;
+    store.put_call(&call)?;
+    Ok(reply(server, &stream, 0, events, call.state.is_final()))
+}
+
+/// Takes a client's answer to one of our requests; when it completes the
+/// round, runs the next one and returns what to push to the call's stream.
+pub(super) async fn answer(
+    server: &Server,
+    env: &Env,
+    store: &dyn SessionStore,
+    meta: &SessionMeta,
+    id: &Value,
+    outcome: Result<Value, Value>,
+) -> Result<Vec<Push>, McpError> {
+    let Some((stream, round, key)) = id.as_str().and_then(parse_request_id) else {
+        // Not an id we issued: nothing waits for it.
+        return Ok(Vec::new());
+    };
+    let Some(mut call) = store.call(&stream)? else {
+        return Ok(Vec::new());
+    };
+    if call.state.is_final() || call.journal.round != round {
+        // A late or repeated answer: the round it belongs to is over.
+        return Ok(Vec::new());
+    }
+    call.last_contact_ms = env.now_ms;
+    call.journal.accept_answers([(key, outcome)]);
+    // The client is here: checkpoints left in this round pass too.
+    if !call.journal.pending.is_empty() && !continue_after_checkpoints(&mut call) {
+        store.put_call(&call)?;
+        return Ok(Vec::new());
+    }
+    let messages = advance(server, meta, &mut call).await;
+    let events = log_all(store, &stream, &messages)?;
+    store.put_call(&call)?;
+    let close = call.state.is_final() || server.config.sse_polling;
+    Ok(vec![Push {
+        stream,
+        events,
+        close,
+    }])
+}
+
+/// `notifications/cancelled`: the call stops; its resources are freed.
+pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec<Push>, McpError> {
+    let mut pushes = Vec::new();
+    for mut call in store.calls()? {
+        if &call.request_id == request_id && !call.state.is_final() {
+            call.state = CallState::Cancelled;
+            call.journal = Journal::new();
+            store.put_call(&call)?;
+            pushes.push(Push {
+                stream: call.stream.clone(),
+                events: Vec::new(),
+                close: true,
+            });
+        }
+    }
+    Ok(pushes)
+}
+
+/// Runs the next rounds of `call`; returns the messages for its stream and
+/// updates its journal and state. Checkpoints pause the call until the client
+/// comes back (polling mode); with streams held open they pass at once.
+pub(super) async fn advance(
+    server: &Server,
+    meta: &SessionMeta,
+    call: &mut SessionCall,
+) -> Vec<Value> {
+    let mut messages = Vec::new();
+    loop {
+        messages.extend(advance_once(server, meta, call).await);
+        if server.config.sse_polling || !continue_after_checkpoints(call) {
+            return messages;
+        }
+    }
+}
+
+/// When only checkpoints are pending, passes them; true if it did.
+pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
+    let pending = &call.journal.pending;
+    if call.state.is_final() || pending.is_empty() || !pending.values().all(|r| r.is_checkpoint()) {
+        return false;
+    }
+    let passed = crate::engine::InputRequest::checkpoints_passed(pending);
+    call.journal.accept_answers(passed);
+    true
+}
+
+async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCall) -> Vec<Value> {
+    call.state = CallState::Running;
+    let (target, args) = match call_target(server, &call.method, &call.params) {
+        Ok(t) => t,
+        Err(e) => {
+            call.state = CallState::Failed;
+            return vec![e.to_response(Some(&call.request_id))];
+        }
+    };
+    let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
+    let cx = Cx::new(call.journal.clone(), caps)
+        .with_progress_token(progress_token(&call.params))
+        .with_log_level(meta.log_level.as_deref());
+    let (outcome, mut messages) = run_target(&target, cx, args).await;
+    let is_tool = call.method == "tools/call";
+    match outcome {
+        Outcome::Complete(v) => {
+            call.state = CallState::Completed;
+            messages.push(result_response(&call.request_id, session_shape(v)));
+        }
+        Outcome::ToolFailed(m) if is_tool => {
+            call.state = CallState::Completed;
+            let failed = crate::server::CallToolResult::error(m).to_json();
+            messages.push(result_response(&call.request_id, failed));
+        }
+        Outcome::ToolFailed(m) => {
+            call.state = CallState::Failed;
+            messages.push(McpError::invalid_params(m).to_response(Some(&call.request_id)));
+        }
+        Outcome::Error(e) => {
+            call.state = CallState::Failed;
+            messages.push(e.to_response(Some(&call.request_id)));
+        }
+        Outcome::InputRequired {
+            requests,
+            mut journal,
+        } => {
+            journal.round = call.journal.round + 1;
+            call.state = match requests
+                .values()
+                .find(|r| !r.is_checkpoint())
+                .map(|r| r.method.as_str())
+            {
+                Some("sampling/createMessage") => CallState::AwaitingSample,
+                Some("roots/list") => CallState::AwaitingRoots,
+                Some(_) => CallState::AwaitingElicit,
+                // Only checkpoints: the client's next GET continues the call.
+                None => CallState::Running,
+            };
+            for (key, r) in requests.iter().filter(|(_, r)| !r.is_checkpoint()) {
+                let id = request_id(&call.stream, journal.round, key);
+                let mut m = json!({"jsonrpc": "2.0", "id": id, "method": r.method});
+                if !r.params.is_null() {
+                    m["params"] = r.params.clone();
+                }
+                messages.push(m);
+            }
+            call.journal = journal;
+        }
+    }
+    if call.state.is_final() {
+        // The journal is no longer needed; keep the row for getStatus.
+        call.journal = Journal {
+            round: call.journal.round,
+            ..Journal::new()
+        };
+    }
+    messages
+}
+
+/// The id of a request we send: `<stream>/<round>/<key>`, so an answer finds
+/// its call and round without a lookup table.
+fn request_id(stream: &str, round: u32, key: &str) -> String {
+    format!("{stream}/{round}/{key}")
+}
+
+fn parse_request_id(id: &str) -> Option<(String, u32, String)> {
+    let mut parts = id.splitn(3, '/');
+    let stream = parts.next()?.to_string();
+    let round = parts.next()?.parse().ok()?;
+    let key = parts.next()?.to_string();
+    Some((stream, round, key))
+}

@@ -1,0 +1,323 @@
+//! The 2025-11-25 session wire, sans-IO: one session per Durable Object.
+//!
+//! Calls run on the same replay engine as every other wire. When a tool
+//! suspends, its input requests go out as JSON-RPC requests on the call's
+//! SSE stream; every message is written to the session's event log before it
+//! is sent, so a client can resume with `Last-Event-ID` (or, having declared
+//! `resumableRequests`, with `requests/resume`) after a dropped connection, a
+//! restart or an eviction. The answers arrive as separate POSTs; the last
+//! answer of a round runs the next one.
+//!
+//! The glue sends [`SessionReply::response`], keeps the response stream open
+//! for [`SessionReply::live`], delivers [`SessionReply::pushes`] to streams
+//! it holds open, and arms an alarm for [`SessionReply::wake_at_ms`].
+//!
+//! # Layout
+//! - `store.rs`: the session's storage trait and an in-memory store.
+//! - `calls.rs`: running a call's rounds and turning them into messages.
+//! - `streams.rs`: SSE event ids, replay and the shape of stream replies.
+//! - `resume.rs`: resumable requests (SEP-975) and the alarm.
+
+mod calls;
+mod resume;
+mod store;
+mod streams;
+
+pub use resume::on_alarm;
+pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{ErrorKind, McpError};
+use crate::http::{HttpRequest, HttpResponse, SseEvent};
+use crate::protocol::versions::{SESSION, SESSION_OLDER};
+use crate::protocol::{parse_message, result_response, Message, Request};
+use crate::server::{error_response, Env, Server};
+
+/// Session ids are sent in this header.
+pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Messages to deliver to a stream the glue holds open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Push {
+    /// The stream (`c<n>`).
+    pub stream: String,
+    /// The events, already logged.
+    pub events: Vec<SseEvent>,
+    /// Close the stream after them (the call is over, or polling mode).
+    pub close: bool,
+}
+
+/// What the glue does for one request to a session.
+#[derive(Debug, Clone)]
+pub struct SessionReply {
+    /// The HTTP response.
+    pub response: HttpResponse,
+    /// Hold the response stream open as a live view of this stream.
+    pub live: Option<String>,
+    /// Messages for streams held open by earlier requests.
+    pub pushes: Vec<Push>,
+    /// When the alarm should next fire (`None`: the session is gone).
+    pub wake_at_ms: Option<u64>,
+}
+
+impl SessionReply {
+    fn plain(response: HttpResponse) -> Self {
+        Self {
+            response,
+            live: None,
+            pushes: Vec::new(),
+            wake_at_ms: None,
+        }
+    }
+}
+
+/// Handles one request to session `session_id`. `new` is set when the Worker
+/// minted the id for an `initialize`.
+pub async fn handle(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    session_id: &str,
+    new: bool,
+) -> SessionReply {
+    let mut reply = match handle_inner(server, req, env, store, session_id, new).await {
+        Ok(r) => r,
+        Err((e, id)) => SessionReply::plain(error_response(&e, id.as_ref())),
+    };
+    reply.wake_at_ms = resume::next_wake(server, store).unwrap_or(None);
+    reply
+}
+
+type Rejection = (McpError, Option<Value>);
+
+fn not_found() -> McpError {
+    McpError::new(
+        ErrorKind::NotFound,
+        "Session not found: initialize a new session",
+    )
+}
+
+async fn handle_inner(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    session_id: &str,
+    new: bool,
+) -> Result<SessionReply, Rejection> {
+    let meta = store.meta().map_err(|e| (e, None))?;
+    if new {
+        return initialize(server, req, env, store, session_id).map_err(|e| (e, None));
+    }
+    let Some(mut meta) = meta else {
+        return Err((not_found(), None));
+    };
+    if let Some(v) = req.header("mcp-protocol-version") {
+        if !is_session_version(v.trim()) {
+            return Err((
+                McpError::invalid_request(format!("Unsupported MCP-Protocol-Version: {v}")),
+                None,
+            ));
+        }
+    }
+    meta.last_seen_ms = env.now_ms;
+    store.put_meta(&meta).map_err(|e| (e, None))?;
+    match req.method.as_str() {
+        "GET" => streams::get(server, req, env, store, &meta)
+            .await
+            .map_err(|e| (e, None)),
+        "DELETE" => {
+            store.delete_all().map_err(|e| (e, None))?;
+            Ok(SessionReply::plain(HttpResponse::empty(204)))
+        }
+        "POST" => post(server, req, env, store, meta).await,
+        _ => Err((
+            McpError::new(ErrorKind::MethodNotAllowed, "Method not allowed"),
+            None,
+        )),
+    }
+}
+
+fn is_session_version(v: &str) -> bool {
+    v == SESSION || SESSION_OLDER.contains(&v)
+}
+
+/// `initialize`: creates the session and answers with its id.
+fn initialize(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    session_id: &str,
+) -> Result<SessionReply, McpError> {
+    let Message::Request(r) = parse_message(&req.body).map_err(|(e, _)| e)? else {
+        return Err(McpError::invalid_request(
+            "Invalid Request: expected initialize",
+        ));
+    };
+    if r.method != "initialize" {
+        return Err(McpError::invalid_request(
+            "Invalid Request: expected initialize",
+        ));
+    }
+    let requested = r
+        .params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(SESSION);
+    let version = if is_session_version(requested) {
+        requested
+    } else {
+        SESSION
+    };
+    store.put_meta(&SessionMeta {
+        id: session_id.to_string(),
+        protocol_version: version.to_string(),
+        client_capabilities: r
+            .params
+            .get("capabilities")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
+        log_level: None,
+        subscriptions: Vec::new(),
+        next_stream: 1,
+        last_seen_ms: env.now_ms,
+    })?;
+    let mut capabilities = crate::server::capabilities();
+    capabilities["resources"] = json!({"subscribe": true});
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": capabilities,
+        "serverInfo": {"name": server.config.name, "version": server.config.version},
+    });
+    if let Some(i) = &server.config.instructions {
+        result["instructions"] = json!(i);
+    }
+    let response = HttpResponse::json(200, &result_response(&r.id, result))
+        .with_header(SESSION_HEADER, session_id);
+    Ok(SessionReply::plain(response))
+}
+
+async fn post(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    mut meta: SessionMeta,
+) -> Result<SessionReply, Rejection> {
+    let message = parse_message(&req.body)?;
+    let accepted = || SessionReply::plain(HttpResponse::empty(202));
+    match message {
+        Message::Response(r) => {
+            let pushes = calls::answer(server, env, store, &meta, &r.id, r.outcome)
+                .await
+                .map_err(|e| (e, None))?;
+            Ok(SessionReply {
+                pushes,
+                ..accepted()
+            })
+        }
+        Message::Notification(n) => {
+            let mut pushes = Vec::new();
+            if n.method == "notifications/cancelled" {
+                if let Some(id) = n.params.get("requestId") {
+                    pushes = calls::cancel(store, id).map_err(|e| (e, None))?;
+                }
+            }
+            Ok(SessionReply {
+                pushes,
+                ..accepted()
+            })
+        }
+        Message::Request(r) => {
+            let id = Some(r.id.clone());
+            request(server, req, env, store, &mut meta, &r)
+                .await
+                .map_err(|e| (e, id))
+        }
+    }
+}
+
+async fn request(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    store: &dyn SessionStore,
+    meta: &mut SessionMeta,
+    r: &Request,
+) -> Result<SessionReply, McpError> {
+    let ok = |result: Value| {
+        SessionReply::plain(HttpResponse::json(200, &result_response(&r.id, result)))
+    };
+    match r.method.as_str() {
+        "initialize" => Err(McpError::invalid_request(
+            "Invalid Request: the session is already initialized",
+        )),
+        "ping" => Ok(ok(json!({}))),
+        "logging/setLevel" => {
+            let level = r
+                .params
+                .get("level")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    McpError::invalid_params("Invalid params: level must be a string")
+                })?;
+            meta.log_level = Some(level.to_string());
+            store.put_meta(meta)?;
+            Ok(ok(json!({})))
+        }
+        "resources/subscribe" | "resources/unsubscribe" => {
+            let uri =
+                r.params.get("uri").and_then(Value::as_str).ok_or_else(|| {
+                    McpError::invalid_params("Invalid params: uri must be a string")
+                })?;
+            meta.subscriptions.retain(|u| u != uri);
+            if r.method == "resources/subscribe" {
+                meta.subscriptions.push(uri.to_string());
+            }
+            store.put_meta(meta)?;
+            Ok(ok(json!({})))
+        }
+        "tools/call" | "prompts/get" | "resources/read" => {
+            calls::start(server, req, env, store, meta, r).await
+        }
+        "requests/getStatus" => Ok(ok(resume::get_status(store, env, &r.params)?)),
+        "requests/resume" => resume::resume(server, env, store, r),
+        "tools/callSaga" | "tools/resumeSaga" | "subscriptions/listen" | "server/discover" => {
+            Err(McpError::method_not_found(&r.method))
+        }
+        _ => match crate::server::stateless_method(server, &r.method, &r.params) {
+            Some(result) => Ok(ok(session_shape(result?))),
+            None => Err(McpError::method_not_found(&r.method)),
+        },
+    }
+}
+
+/// Drops the fields 2026-07-28 added to results (`resultType`, `ttlMs`,
+/// `cacheScope`): a 2025-11-25 client has no use for them.
+pub(crate) fn session_shape(mut result: Value) -> Value {
+    if let Value::Object(m) = &mut result {
+        for k in ["resultType", "ttlMs", "cacheScope"] {
+            m.remove(k);
+        }
+    }
+    result
+}
+
+/// Reads `params._meta.progressToken`.
+fn progress_token(params: &Value) -> Option<Value> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .cloned()
+}
+
+/// The client's capabilities as an object (for `ClientCaps::from_json`).
+fn caps_of(meta: &SessionMeta) -> Map<String, Value> {
+    meta.client_capabilities
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
+}

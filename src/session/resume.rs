@@ -1,0 +1,161 @@
+//! Resumable requests (seed 001, SEP-975) and the session's alarm.
+//!
+//! A client that declared `resumableRequests` gets
+//! `notifications/requests/resumePolicy {requestId, resumeToken, maxWait}`
+//! first on each call's stream. `requests/getStatus` reports the call's
+//! state (seed 003's model) without fetching messages; `requests/resume`,
+//! sent with the original request id, delivers the messages the client has
+//! not confirmed, then the rest. A call nobody asks about for `maxWait` is
+//! cancelled and its journal freed; an idle session is deleted.
+
+use serde_json::{json, Map, Value};
+
+use super::store::{CallState, SessionCall, SessionStore};
+use super::streams::{event_id, logged, reply};
+use super::SessionReply;
+use crate::engine::Journal;
+use crate::error::McpError;
+use crate::protocol::Request;
+use crate::server::{Env, Server};
+
+fn find(
+    store: &dyn SessionStore,
+    request_id: &Value,
+    token: Option<&str>,
+) -> Result<SessionCall, McpError> {
+    let token = token
+        .ok_or_else(|| McpError::invalid_params("Invalid params: resumeToken must be a string"))?;
+    store
+        .calls()?
+        .into_iter()
+        .find(|c| {
+            &c.request_id == request_id
+                && c.resume_token.as_deref().is_some_and(|t| {
+                    t.len() == token.len()
+                        && t.bytes()
+                            .zip(token.bytes())
+                            .fold(0, |a, (x, y)| a | (x ^ y))
+                            == 0
+                })
+        })
+        .ok_or_else(|| {
+            McpError::invalid_params("Invalid params: no resumable request with that id and token")
+        })
+}
+
+/// `requests/getStatus {requestId, resumeToken}`.
+pub(super) fn get_status(
+    store: &dyn SessionStore,
+    env: &Env,
+    params: &Map<String, Value>,
+) -> Result<Value, McpError> {
+    let request_id = params
+        .get("requestId")
+        .ok_or_else(|| McpError::invalid_params("Invalid params: requestId is required"))?;
+    let mut call = find(
+        store,
+        request_id,
+        params.get("resumeToken").and_then(Value::as_str),
+    )?;
+    if !call.state.is_final() {
+        call.last_contact_ms = env.now_ms;
+        store.put_call(&call)?;
+    }
+    let events = store.events_after(&call.stream, 0)?;
+    let last = events.last().map_or(0, |(l, _)| *l);
+    let undelivered = events
+        .iter()
+        .filter(|(l, _)| *l > call.confirmed_lsn)
+        .count();
+    Ok(json!({
+        "requestId": call.request_id,
+        "status": call.state,
+        "lastEventId": event_id(&call.stream, last),
+        "deliveredEventId": event_id(&call.stream, call.confirmed_lsn),
+        "undeliveredMessages": undelivered,
+    }))
+}
+
+/// `requests/resume {resumeToken}`, sent with the original request's id.
+pub(super) fn resume(
+    server: &Server,
+    env: &Env,
+    store: &dyn SessionStore,
+    r: &Request,
+) -> Result<SessionReply, McpError> {
+    let mut call = find(
+        store,
+        &r.id,
+        r.params.get("resumeToken").and_then(Value::as_str),
+    )?;
+    if call.state == CallState::Cancelled {
+        return Err(McpError::invalid_params(
+            "Invalid params: the request was cancelled (its resume policy's maxWait passed)",
+        ));
+    }
+    call.last_contact_ms = env.now_ms;
+    store.put_call(&call)?;
+    let events = store
+        .events_after(&call.stream, call.confirmed_lsn)?
+        .iter()
+        .map(|(l, m)| logged(&call.stream, *l, m))
+        .collect::<Vec<_>>();
+    Ok(reply(
+        server,
+        &call.stream,
+        call.confirmed_lsn,
+        events,
+        call.state.is_final(),
+    ))
+}
+
+/// When the session's alarm should fire next: the earliest `maxWait` of a
+/// waiting call, or the idle TTL. `None` when the session is gone.
+pub(super) fn next_wake(
+    server: &Server,
+    store: &dyn SessionStore,
+) -> Result<Option<u64>, McpError> {
+    let Some(meta) = store.meta()? else {
+        return Ok(None);
+    };
+    let mut wake = meta
+        .last_seen_ms
+        .saturating_add(server.config.session_ttl_ms);
+    for c in store.calls()? {
+        if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
+            wake = wake.min(c.last_contact_ms.saturating_add(max));
+        }
+    }
+    Ok(Some(wake))
+}
+
+/// The alarm: cancels calls whose `maxWait` passed, deletes an idle session.
+/// Idempotent (alarms are at-least-once). Returns the next wake time.
+pub fn on_alarm(
+    server: &Server,
+    store: &dyn SessionStore,
+    now_ms: u64,
+) -> Result<Option<u64>, McpError> {
+    let Some(meta) = store.meta()? else {
+        store.delete_all()?;
+        return Ok(None);
+    };
+    if now_ms
+        >= meta
+            .last_seen_ms
+            .saturating_add(server.config.session_ttl_ms)
+    {
+        store.delete_all()?;
+        return Ok(None);
+    }
+    for mut c in store.calls()? {
+        if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
+            if now_ms >= c.last_contact_ms.saturating_add(max) {
+                c.state = CallState::Cancelled;
+                c.journal = Journal::new();
+                store.put_call(&c)?;
+            }
+        }
+    }
+    next_wake(server, store)
+}

@@ -1,0 +1,181 @@
+//! What a 2025-11-25 session keeps, behind a small synchronous trait (the
+//! Worker implements it over the session Durable Object's SQLite).
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::Journal;
+use crate::error::McpError;
+
+/// The session itself.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionMeta {
+    /// The `Mcp-Session-Id`.
+    pub id: String,
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The client's capabilities from `initialize`.
+    pub client_capabilities: Value,
+    /// The level set by `logging/setLevel`, if any.
+    #[serde(default)]
+    pub log_level: Option<String>,
+    /// Subscribed resource URIs.
+    #[serde(default)]
+    pub subscriptions: Vec<String>,
+    /// The next call stream number.
+    #[serde(default)]
+    pub next_stream: u64,
+    /// Last request from the client (ms since the epoch): the idle TTL runs from here.
+    pub last_seen_ms: u64,
+}
+
+/// Where a call of the session is (seed 003's model).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallState {
+    /// Accepted, not run yet.
+    Initializing,
+    /// Running a round.
+    Running,
+    /// Waiting for the client's answer to an elicitation.
+    AwaitingElicit,
+    /// Waiting for the client's answer to a sampling request.
+    AwaitingSample,
+    /// Waiting for the client's roots.
+    AwaitingRoots,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error.
+    Failed,
+    /// Cancelled by the client or by its resume policy's `maxWait`.
+    Cancelled,
+}
+
+impl CallState {
+    /// True once nothing more will happen.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One request of the session that runs through the engine (a call).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionCall {
+    /// The SSE stream its messages go to (`c<n>`).
+    pub stream: String,
+    /// The client's JSON-RPC id.
+    pub request_id: Value,
+    /// `tools/call`, `prompts/get` or `resources/read`.
+    pub method: String,
+    /// The request's params.
+    pub params: Value,
+    /// The replay journal.
+    pub journal: Journal,
+    /// Where it is.
+    pub state: CallState,
+    /// The resume token, when the client declared `resumableRequests`.
+    #[serde(default)]
+    pub resume_token: Option<String>,
+    /// Seconds of silence after which the call is cancelled (resume policy).
+    #[serde(default)]
+    pub max_wait_ms: Option<u64>,
+    /// Last time the client showed up for this call.
+    pub last_contact_ms: u64,
+    /// The last event the client confirmed (by `Last-Event-ID`).
+    #[serde(default)]
+    pub confirmed_lsn: u64,
+}
+
+/// Storage of one session.
+pub trait SessionStore {
+    /// The session, if it exists.
+    fn meta(&self) -> Result<Option<SessionMeta>, McpError>;
+    /// Writes the session.
+    fn put_meta(&self, meta: &SessionMeta) -> Result<(), McpError>;
+    /// Appends a message to `stream`'s log; returns its log sequence number,
+    /// unique and increasing across the session.
+    fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError>;
+    /// The messages of `stream` after `after`, in order.
+    fn events_after(&self, stream: &str, after: u64) -> Result<Vec<(u64, Value)>, McpError>;
+    /// The call on `stream`.
+    fn call(&self, stream: &str) -> Result<Option<SessionCall>, McpError>;
+    /// Writes a call.
+    fn put_call(&self, call: &SessionCall) -> Result<(), McpError>;
+    /// Every call.
+    fn calls(&self) -> Result<Vec<SessionCall>, McpError>;
+    /// Deletes everything (the session ends).
+    fn delete_all(&self) -> Result<(), McpError>;
+}
+
+/// A `SessionStore` in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemorySessionStore {
+    meta: RefCell<Option<SessionMeta>>,
+    events: RefCell<Vec<(u64, String, Value)>>,
+    calls: RefCell<BTreeMap<String, SessionCall>>,
+}
+
+impl MemorySessionStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// How many events are stored (tests check that deletion empties it).
+    pub fn event_count(&self) -> usize {
+        self.events.borrow().len()
+    }
+}
+
+impl SessionStore for MemorySessionStore {
+    fn meta(&self) -> Result<Option<SessionMeta>, McpError> {
+        Ok(self.meta.borrow().clone())
+    }
+
+    fn put_meta(&self, meta: &SessionMeta) -> Result<(), McpError> {
+        *self.meta.borrow_mut() = Some(meta.clone());
+        Ok(())
+    }
+
+    fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
+        let mut ev = self.events.borrow_mut();
+        let lsn = ev.last().map_or(1, |(l, _, _)| l + 1);
+        ev.push((lsn, stream.to_string(), message.clone()));
+        Ok(lsn)
+    }
+
+    fn events_after(&self, stream: &str, after: u64) -> Result<Vec<(u64, Value)>, McpError> {
+        Ok(self
+            .events
+            .borrow()
+            .iter()
+            .filter(|(l, s, _)| s == stream && *l > after)
+            .map(|(l, _, m)| (*l, m.clone()))
+            .collect())
+    }
+
+    fn call(&self, stream: &str) -> Result<Option<SessionCall>, McpError> {
+        Ok(self.calls.borrow().get(stream).cloned())
+    }
+
+    fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {
+        self.calls
+            .borrow_mut()
+            .insert(call.stream.clone(), call.clone());
+        Ok(())
+    }
+
+    fn calls(&self) -> Result<Vec<SessionCall>, McpError> {
+        Ok(self.calls.borrow().values().cloned().collect())
+    }
+
+    fn delete_all(&self) -> Result<(), McpError> {
+        *self.meta.borrow_mut() = None;
+        self.events.borrow_mut().clear();
+        self.calls.borrow_mut().clear();
+        Ok(())
+    }
+}
