@@ -7,7 +7,7 @@
 #      they start themselves (free port, fresh --persist-to, stopped by PID)
 #   5. the official conformance suite against wrangler dev
 # Ends with one line, "durable-mcp: N passed, M failed", counting tests (cargo
-# tests, e2e tests, scored conformance scenarios) plus the gates.
+# tests, e2e tests, required conformance scenarios) plus the gates.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -47,8 +47,8 @@ node_counts() {
   echo "${p:-0} ${f:-0}"
 }
 conformance_counts() {
-  grep -E '^conformance .*: [0-9]+ scored scenarios passed, [0-9]+ failed' "$1" |
-    sed -E 's/.*: ([0-9]+) scored scenarios passed, ([0-9]+) failed.*/\1 \2/'
+  grep -E '^conformance .*: [0-9]+ required scenarios passed, [0-9]+ failed' "$1" |
+    sed -E 's/.*: ([0-9]+) required scenarios passed, ([0-9]+) failed.*/\1 \2/'
 }
 
 if ! bash scripts/setup.sh; then
@@ -64,6 +64,7 @@ if [ -f build/worker/shim.mjs ]; then
   # Node 22 for the tests and the tools they start.
   suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs'
   suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28
+  suite "conformance 2025-11-25" conformance_counts with_node22 node tests/conformance/run.mjs 2025-11-25
 fi
 
 read -r passed failed < <(awk '{p += $1; f += $2} END {print p+0, f+0}' "$counts")
