@@ -328,6 +328,19 @@ impl Cx {
             .push(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
     }
 
+    /// Announces that a list (`"tools"`, `"prompts"` or `"resources"`)
+    /// changed: every `subscriptions/listen` stream that asked for it hears
+    /// (on the session wire, the call's stream carries it).
+    pub fn list_changed(&self, kind: &str) {
+        if matches!(kind, "tools" | "prompts" | "resources") {
+            let method = format!("notifications/{kind}/list_changed");
+            self.state
+                .borrow_mut()
+                .notifications
+                .push(json!({"jsonrpc": "2.0", "method": method}));
+        }
+    }
+
     /// Sends a log message at `level`, when the client asked for that level.
     pub fn log(&self, level: &str, data: Value) {
         let mut st = self.state.borrow_mut();

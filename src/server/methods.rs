@@ -7,6 +7,7 @@ use super::modern::{is_removed, object_param, Reply, RequestMeta};
 use super::{mrtr, saga, Ctx, Server};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
+use crate::http::Listen;
 use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID};
 use crate::protocol::{notification, Request};
 
@@ -33,7 +34,7 @@ pub(super) async fn dispatch(
             let caps = ClientCaps::from_json(Some(&meta.capabilities));
             Reply::plain(saga::handle(server, request, caps, ctx).await?)
         }
-        "subscriptions/listen" => listen(server, request)?,
+        "subscriptions/listen" => listen(request)?,
         m if is_removed(m) => {
             return Err(McpError::new(
                 ErrorKind::MethodNotFound,
@@ -134,13 +135,13 @@ fn discover(server: &Server) -> Value {
     result
 }
 
-/// What this server supports. Lists are static per deployment, so no
-/// `listChanged` is promised.
+/// What this server supports on the stateless wire: list changes reach
+/// `subscriptions/listen` streams.
 pub(crate) fn capabilities() -> Value {
     json!({
-        "tools": {},
-        "resources": {},
-        "prompts": {},
+        "tools": {"listChanged": true},
+        "resources": {"listChanged": true},
+        "prompts": {"listChanged": true},
         "completions": {},
         "logging": {},
     })
@@ -223,19 +224,33 @@ fn complete(server: &Server, p: &Map<String, Value>) -> Result<Value, McpError> 
     }))
 }
 
-/// `subscriptions/listen`: the stream opens with the acknowledgement. Our
-/// lists never change while a deployment runs, so no list-changed
-/// notification follows; the stream stays open with keepalives.
-fn listen(server: &Server, request: &Request) -> Result<Reply, McpError> {
-    let _ = server;
+/// The notifications a listen stream can ask for.
+const LISTENABLE: [&str; 3] = [
+    "toolsListChanged",
+    "promptsListChanged",
+    "resourcesListChanged",
+];
+
+/// `subscriptions/listen`: the stream opens with the acknowledgement of what
+/// we honour, then stays open; the glue registers it so list changes
+/// (`cx.list_changed`) reach it, tagged with the subscription id.
+fn listen(request: &Request) -> Result<Reply, McpError> {
     let wanted = object_param(&request.params, "notifications")?;
+    let honoured: Map<String, Value> = wanted
+        .into_iter()
+        .filter(|(k, v)| LISTENABLE.contains(&k.as_str()) && *v == Value::Bool(true))
+        .collect();
     let ack = notification(
         "notifications/subscriptions/acknowledged",
-        json!({"notifications": wanted, "_meta": {META_SUBSCRIPTION_ID: request.id}}),
+        json!({"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request.id}}),
     );
     Ok(Reply {
         result: Value::Null,
         notifications: vec![ack],
         hold_open: true,
+        listen: Some(Listen {
+            subscription_id: request.id.clone(),
+            filter: honoured,
+        }),
     })
 }

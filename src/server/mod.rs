@@ -82,7 +82,7 @@ impl Server {
 
     /// Handles one HTTP request (outside any Durable Object).
     pub async fn handle(&self, req: &HttpRequest, env: &Env) -> HttpResponse {
-        self.handle_with(req, env, None).await
+        self.handle_with(req, env, None, false).await
     }
 
     /// Handles a request the Worker routed to a call's Durable Object (see
@@ -93,7 +93,13 @@ impl Server {
         env: &Env,
         durable: &Durable<'_>,
     ) -> HttpResponse {
-        self.handle_with(req, env, Some(durable)).await
+        self.handle_with(req, env, Some(durable), true).await
+    }
+
+    /// Handles a request the Worker forwarded to an object after its own
+    /// checks (the listen hub): Origin, Host and size are not checked again.
+    pub async fn handle_forwarded(&self, req: &HttpRequest, env: &Env) -> HttpResponse {
+        self.handle_with(req, env, None, true).await
     }
 
     async fn handle_with(
@@ -101,8 +107,9 @@ impl Server {
         req: &HttpRequest,
         env: &Env,
         durable: Option<&Durable<'_>>,
+        forwarded: bool,
     ) -> HttpResponse {
-        match self.handle_inner(req, env, durable).await {
+        match self.handle_inner(req, env, durable, forwarded).await {
             Ok(resp) => resp,
             Err((e, id)) => error_response(&e, id.as_ref()),
         }
@@ -113,6 +120,7 @@ impl Server {
         req: &HttpRequest,
         env: &Env,
         durable: Option<&Durable<'_>>,
+        forwarded: bool,
     ) -> Result<HttpResponse, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
             return Ok(HttpResponse::json(
@@ -122,9 +130,10 @@ impl Server {
         }
         // Inside a Durable Object the Worker has already run these checks
         // (and the forwarded Host is the internal one).
-        let principal = match durable {
-            Some(_) => self.authenticate(req).map_err(|e| (e, None))?,
-            None => self.precheck(req).map_err(|e| (e, None))?,
+        let principal = if forwarded {
+            self.authenticate(req).map_err(|e| (e, None))?
+        } else {
+            self.precheck(req).map_err(|e| (e, None))?
         };
         match req.method.as_str() {
             "POST" => {}

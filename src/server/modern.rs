@@ -41,6 +41,8 @@ pub(crate) struct Reply {
     pub(crate) notifications: Vec<Value>,
     /// A `subscriptions/listen` stream: keep it open after these frames.
     pub(crate) hold_open: bool,
+    /// The listener to register, for `subscriptions/listen`.
+    pub(crate) listen: Option<crate::http::Listen>,
 }
 
 impl Reply {
@@ -49,6 +51,7 @@ impl Reply {
             result,
             notifications: Vec::new(),
             hold_open: false,
+            listen: None,
         }
     }
 }
@@ -208,16 +211,36 @@ fn check_mirrored(
 /// Builds the HTTP reply: JSON, or SSE when notifications precede the result.
 fn respond(id: &Value, reply: Reply) -> HttpResponse {
     let response = result_response(id, reply.result);
-    if reply.hold_open {
-        let events = reply.notifications.iter().map(SseEvent::message).collect();
-        return HttpResponse::sse(events, true);
-    }
-    if reply.notifications.is_empty() {
-        return HttpResponse::json(200, &response);
-    }
-    let mut events: Vec<SseEvent> = reply.notifications.iter().map(SseEvent::message).collect();
-    events.push(SseEvent::message(&response));
-    HttpResponse::sse(events, false)
+    // List changes go to the listen streams, not to this request's stream.
+    let (changes, notifications): (Vec<Value>, Vec<Value>) =
+        reply.notifications.into_iter().partition(|n| {
+            n["method"]
+                .as_str()
+                .is_some_and(|m| m.ends_with("/list_changed"))
+        });
+    let list_changed = changes
+        .iter()
+        .filter_map(|n| {
+            n["method"]
+                .as_str()?
+                .strip_prefix("notifications/")?
+                .strip_suffix("/list_changed")
+        })
+        .map(str::to_string)
+        .collect();
+    let mut resp = if reply.hold_open {
+        let events = notifications.iter().map(SseEvent::message).collect();
+        HttpResponse::sse(events, true)
+    } else if notifications.is_empty() {
+        HttpResponse::json(200, &response)
+    } else {
+        let mut events: Vec<SseEvent> = notifications.iter().map(SseEvent::message).collect();
+        events.push(SseEvent::message(&response));
+        HttpResponse::sse(events, false)
+    };
+    resp.list_changed = list_changed;
+    resp.listen = reply.listen;
+    resp
 }
 
 /// Whether a request carries the 2026 `_meta` protocol version.

@@ -77,5 +77,6 @@ pub(crate) async fn call(
         result,
         notifications: round.notifications,
         hold_open: false,
+        listen: None,
     })
 }

@@ -28,6 +28,12 @@ pub enum Route {
         /// The call id it serves.
         call_id: String,
     },
+    /// In the object that holds every `subscriptions/listen` stream (`hub`),
+    /// so list changes can reach them all.
+    Hub {
+        /// The Durable Object's name.
+        name: String,
+    },
     /// In the 2025-11-25 session's Durable Object (`session:<id>`).
     Session {
         /// The Durable Object's name.
@@ -66,6 +72,11 @@ impl Server {
         let Ok(msg) = serde_json::from_slice::<Value>(&req.body) else {
             return Route::Local;
         };
+        if msg["method"] == "subscriptions/listen" {
+            return Route::Hub {
+                name: "hub".to_string(),
+            };
+        }
         // A session-era `initialize` (no 2026 `_meta`) starts a session.
         let modern = msg["params"]["_meta"].get(META_PROTOCOL_VERSION).is_some();
         if msg["method"] == "initialize" && msg.get("id").is_some() && !modern {

@@ -185,7 +185,11 @@ fn initialize(
         next_stream: 1,
         last_seen_ms: env.now_ms,
     })?;
+    // List changes are announced on a call's own stream here (there is no
+    // standalone stream in polling mode), so no listChanged is promised.
     let mut capabilities = crate::server::capabilities();
+    capabilities["tools"] = json!({});
+    capabilities["prompts"] = json!({});
     capabilities["resources"] = json!({"subscribe": true});
     let mut result = json!({
         "protocolVersion": version,

@@ -216,6 +216,21 @@ fn interactive_tools(r: &mut Registry) {
         .description("Tests elicitation with enum schema improvements per SEP-1330")
         .input_schema(empty_schema()),
     );
+    for (name, kind) in [
+        ("test_trigger_tool_change", "tools"),
+        ("test_trigger_prompt_change", "prompts"),
+    ] {
+        r.tool(
+            Tool::new(name, async move |cx: &mut Cx, _: Value| -> Out {
+                cx.list_changed(kind);
+                Ok(text("Mutation triggered"))
+            })
+            .description(&format!(
+                "Announces that the {kind} list changed, to every subscriptions/listen stream"
+            ))
+            .input_schema(empty_schema()),
+        );
+    }
     r.tool(
         Tool::new("test_reconnection", async |cx: &mut Cx, _: Value| -> Out {
             // Lets go of the client mid-call (SEP-1699 polling); the result

@@ -30,8 +30,17 @@ pub(crate) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
 pub(crate) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
 /// Set by the Worker when it minted the session id for an `initialize`.
 pub(crate) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
+/// Set on requests to the listen hub: `listen` or `broadcast`.
+pub(crate) const HUB_HEADER: &str = "x-durable-mcp-hub";
 /// Internal headers: set by the Worker only, dropped when a client sends them.
-const INTERNAL_HEADERS: [&str; 3] = [CALL_ID_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER];
+const INTERNAL_HEADERS: [&str; 4] = [
+    CALL_ID_HEADER,
+    SESSION_ID_HEADER,
+    SESSION_NEW_HEADER,
+    HUB_HEADER,
+];
+/// The name of the object holding every `subscriptions/listen` stream.
+const HUB: &str = "hub";
 
 #[event(start)]
 fn start() {
@@ -56,8 +65,13 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
     let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
     let env_now = request_env();
     let (name, internal) = match server.route(&http, &env_now) {
-        Route::Local => return to_worker_response(server.handle(&http, &env_now).await, None),
+        Route::Local => {
+            let resp = server.handle(&http, &env_now).await;
+            broadcast(&env, &resp.list_changed).await;
+            return to_worker_response(resp, None);
+        }
         Route::Object { name, call_id } => (name, vec![(CALL_ID_HEADER, call_id)]),
+        Route::Hub { name } => (name, vec![(HUB_HEADER, "listen".to_string())]),
         Route::Session {
             name,
             session_id,
@@ -76,6 +90,31 @@ async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
         .get_stub()?;
     stub.fetch_with_request(to_object_request(&http, &internal)?)
         .await
+}
+
+/// Tells the listen hub which lists changed (a no-op when none did). A
+/// failure is logged, not returned: the request itself succeeded.
+pub(crate) async fn broadcast(env: &Env, kinds: &[String]) {
+    if kinds.is_empty() {
+        return;
+    }
+    let send = async {
+        let http = HttpRequest {
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers: Vec::new(),
+            body: serde_json::to_vec(kinds).unwrap_or_default(),
+        };
+        let req = to_object_request(&http, &[(HUB_HEADER, "broadcast".to_string())])?;
+        let stub = env
+            .durable_object("MCP_OBJECTS")?
+            .id_from_name(HUB)?
+            .get_stub()?;
+        stub.fetch_with_request(req).await.map(|_| ())
+    };
+    if let Err(e) = send.await {
+        worker::console_error!("list-changed broadcast failed: {e}");
+    }
 }
 
 /// Reads the configuration from vars (wrangler.toml) and secrets (`.dev.vars`

@@ -14,11 +14,11 @@ use worker::{durable_object, DurableObject, Env, Request, Response, Result, Stat
 use super::call_store::SqliteStore;
 use super::session_store::SqliteSessionStore;
 use super::{
-    config_from_env, request_env, to_http_request, to_worker_response, CALL_ID_HEADER,
-    SESSION_ID_HEADER, SESSION_NEW_HEADER,
+    broadcast, config_from_env, request_env, to_http_request, to_worker_response, CALL_ID_HEADER,
+    HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER,
 };
 use crate::error::McpError;
-use crate::http::{encode_all, HttpRequest};
+use crate::http::{encode_all, HttpRequest, Listen};
 use crate::server::{error_response, Durable, Server};
 use crate::session::Push;
 
@@ -29,6 +29,8 @@ pub struct McpObject {
     env: Env,
     /// Open response streams by session stream id.
     live: RefCell<HashMap<String, Vec<UnboundedSender<Vec<u8>>>>>,
+    /// The hub's `subscriptions/listen` streams.
+    listeners: RefCell<Vec<(UnboundedSender<Vec<u8>>, Listen)>>,
 }
 
 fn rust_error(e: McpError) -> worker::Error {
@@ -41,6 +43,7 @@ impl DurableObject for McpObject {
             state,
             env,
             live: RefCell::new(HashMap::new()),
+            listeners: RefCell::new(Vec::new()),
         }
     }
 
@@ -53,6 +56,11 @@ impl DurableObject for McpObject {
             }
         };
         let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
+        match http.header(HUB_HEADER) {
+            Some("listen") => return self.listen(&server, &http).await,
+            Some("broadcast") => return self.broadcast_here(&http),
+            _ => {}
+        }
         if let Some(session_id) = http.header(SESSION_ID_HEADER).map(str::to_string) {
             let new = http.header(SESSION_NEW_HEADER).is_some();
             return self.session(&server, &http, &session_id, new).await;
@@ -66,6 +74,7 @@ impl DurableObject for McpObject {
             store: &store,
         };
         let resp = server.handle_durable(&http, &request_env(), &durable).await;
+        broadcast(&self.env, &resp.list_changed).await;
         // Idle TTL: every request pushes the deletion back.
         self.state
             .storage()
@@ -95,6 +104,33 @@ impl DurableObject for McpObject {
 }
 
 impl McpObject {
+    /// The hub: registers a `subscriptions/listen` stream.
+    async fn listen(&self, server: &Server, http: &HttpRequest) -> Result<Response> {
+        let resp = server.handle_forwarded(http, &request_env()).await;
+        let live = resp.listen.clone().map(|listen| {
+            let (tx, rx) = unbounded();
+            self.listeners.borrow_mut().push((tx, listen));
+            rx
+        });
+        to_worker_response(resp, live)
+    }
+
+    /// The hub: tells every listener that asked which lists changed; drops
+    /// the listeners whose clients went away.
+    fn broadcast_here(&self, http: &HttpRequest) -> Result<Response> {
+        let kinds: Vec<String> = serde_json::from_slice(&http.body).unwrap_or_default();
+        self.listeners.borrow_mut().retain(|(tx, listen)| {
+            kinds
+                .iter()
+                .filter_map(|k| listen.frame_for(k))
+                .all(|frame| {
+                    let event = encode_all(&[crate::http::SseEvent::message(&frame)]).into_bytes();
+                    tx.unbounded_send(event).is_ok()
+                })
+        });
+        Ok(Response::empty()?.with_status(204))
+    }
+
     /// Serves a request of the session this object holds.
     async fn session(
         &self,

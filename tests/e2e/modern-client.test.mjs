@@ -38,6 +38,8 @@ const FIXTURE_TOOLS = [
   'test_simple_text',
   'test_streaming_elicitation',
   'test_reconnection',
+  'test_trigger_tool_change',
+  'test_trigger_prompt_change',
   'test_tool_with_logging',
   'test_tool_with_progress',
 ];

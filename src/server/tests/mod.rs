@@ -31,6 +31,10 @@ pub(super) struct Harness {
     pub(super) pushes: Vec<crate::session::Push>,
     /// The live stream the last session reply asked to hold open.
     pub(super) live: Option<String>,
+    /// `subscriptions/listen` streams registered with the hub.
+    pub(super) listeners: Vec<crate::http::Listen>,
+    /// Frames the hub delivered to them.
+    pub(super) hub_frames: Vec<Value>,
 }
 
 pub(super) struct Reply {
@@ -64,6 +68,8 @@ impl Harness {
             sessions: Default::default(),
             pushes: Vec::new(),
             live: None,
+            listeners: Vec::new(),
+            hub_frames: Vec::new(),
         }
     }
 
@@ -79,6 +85,11 @@ impl Harness {
                 let store = self.objects.entry(name).or_default();
                 let durable = Durable { call_id, store };
                 block_on(self.server.handle_durable(&req, &env, &durable))
+            }
+            Route::Hub { .. } => {
+                let resp = block_on(self.server.handle_forwarded(&req, &env));
+                self.listeners.extend(resp.listen.clone());
+                resp
             }
             Route::Session {
                 name,
@@ -99,6 +110,15 @@ impl Harness {
                 reply.response
             }
         };
+        // What the glue does with list changes: tell every listener.
+        for kind in &resp.list_changed {
+            let frames: Vec<Value> = self
+                .listeners
+                .iter()
+                .filter_map(|l| l.frame_for(kind))
+                .collect();
+            self.hub_frames.extend(frames);
+        }
         let (json, events) = match &resp.body {
             Body::Bytes(b) => (serde_json::from_slice(b).unwrap_or(Value::Null), vec![]),
             Body::Sse(ev) | Body::SseOpen(ev) => {

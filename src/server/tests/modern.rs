@@ -430,3 +430,46 @@ fn a_checkpoint_is_a_state_only_round() {
     );
     assert_eq!(r.json["result"]["resultType"], "complete", "{}", r.json);
 }
+
+/// List changes reach the listen streams that asked for them, tagged with
+/// their subscription id, and no others.
+#[test]
+fn list_changes_reach_the_listeners_that_asked() {
+    let mut h = Harness::new();
+    let discover = h.call("server/discover", json!({}));
+    assert_eq!(
+        discover.json["result"]["capabilities"]["tools"]["listChanged"],
+        true
+    );
+    let r = h.call(
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true, "bogus": true}}),
+    );
+    assert_eq!(
+        r.events[0]["params"]["notifications"],
+        json!({"toolsListChanged": true})
+    );
+    h.call(
+        "subscriptions/listen",
+        json!({"notifications": {"promptsListChanged": true}}),
+    );
+    assert_eq!(h.listeners.len(), 2);
+    let r = h.call(
+        "tools/call",
+        json!({"name": "test_trigger_tool_change", "arguments": {}}),
+    );
+    assert_eq!(r.json["result"]["content"][0]["text"], "Mutation triggered");
+    assert_eq!(h.hub_frames.len(), 1, "{:?}", h.hub_frames);
+    assert_eq!(
+        h.hub_frames[0]["method"],
+        "notifications/tools/list_changed"
+    );
+    assert_eq!(
+        h.hub_frames[0]["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
+    assert!(
+        r.events.is_empty(),
+        "the change is not sent on the call's own reply"
+    );
+}
