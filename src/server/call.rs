@@ -136,12 +136,16 @@ pub(crate) async fn run_round(
         )?),
         None => None,
     };
-    let durable = if input.target.durable() {
-        Some(ctx.durable.ok_or_else(|| {
-            McpError::internal("a durable tool was called outside its Durable Object (routing bug)")
-        })?)
-    } else {
-        None
+    let durable = match (input.target.durable(), ctx.durable, &claims) {
+        (false, _, _) => None,
+        (true, Some(d), _) => Some(d),
+        // State minted before the tool became durable (a deploy in between).
+        (true, None, Some(_)) => return Err(refused("issued before this tool became durable")),
+        (true, None, None) => {
+            return Err(McpError::internal(
+                "a durable tool was called outside its Durable Object (routing bug)",
+            ))
+        }
     };
 
     // The journal to replay, and the call id.

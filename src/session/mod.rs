@@ -235,12 +235,15 @@ async fn post(
                 ..accepted()
             })
         }
-        Message::Request(r) => {
-            let id = Some(r.id.clone());
-            request(server, req, env, store, &mut meta, &r)
-                .await
-                .map_err(|e| (e, id))
-        }
+        Message::Request(r) => match request(server, req, env, store, &mut meta, &r).await {
+            Ok(reply) => Ok(reply),
+            // A method's error is a JSON-RPC response like any other; HTTP
+            // error statuses are for the transport (session, headers, body).
+            Err(e) => Ok(SessionReply::plain(HttpResponse::json(
+                200,
+                &e.to_response(Some(&r.id)),
+            ))),
+        },
     }
 }
 
