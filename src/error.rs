@@ -41,6 +41,10 @@ pub enum ErrorKind {
     UnsupportedMediaType,
     /// A conflicting concurrent retry (`-32602`, 409).
     Conflict,
+    /// An unknown, expired or deleted session (`-32001`, 404): re-initialize.
+    SessionNotFound,
+    /// A request the server cancelled (`-32800`, as LSP's RequestCancelled).
+    RequestCancelled,
     /// The server is misconfigured or broke (`-32603`, 500).
     Internal,
 }
@@ -113,6 +117,8 @@ impl McpError {
             | ErrorKind::ResourceNotFound
             | ErrorKind::Conflict => -32602,
             ErrorKind::HeaderMismatch => -32020,
+            ErrorKind::SessionNotFound => -32001,
+            ErrorKind::RequestCancelled => -32800,
             ErrorKind::MissingCapability => -32021,
             ErrorKind::UnsupportedVersion => -32022,
             ErrorKind::Internal => -32603,
@@ -128,10 +134,14 @@ impl McpError {
             | ErrorKind::InvalidState
             | ErrorKind::HeaderMismatch
             | ErrorKind::MissingCapability
-            | ErrorKind::UnsupportedVersion => 400,
+            | ErrorKind::UnsupportedVersion
+            | ErrorKind::RequestCancelled => 400,
             ErrorKind::Unauthorized => 401,
             ErrorKind::Forbidden => 403,
-            ErrorKind::MethodNotFound | ErrorKind::NotFound | ErrorKind::ResourceNotFound => 404,
+            ErrorKind::MethodNotFound
+            | ErrorKind::NotFound
+            | ErrorKind::ResourceNotFound
+            | ErrorKind::SessionNotFound => 404,
             ErrorKind::MethodNotAllowed => 405,
             ErrorKind::NotAcceptable => 406,
             ErrorKind::Conflict => 409,

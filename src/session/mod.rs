@@ -92,9 +92,10 @@ pub async fn handle(
 
 type Rejection = (McpError, Option<Value>);
 
-fn not_found() -> McpError {
+/// The error for an unknown, expired or deleted session.
+pub fn not_found() -> McpError {
     McpError::new(
-        ErrorKind::NotFound,
+        ErrorKind::SessionNotFound,
         "Session not found: initialize a new session",
     )
 }

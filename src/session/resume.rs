@@ -14,7 +14,7 @@ use super::store::{CallState, SessionCall, SessionStore};
 use super::streams::{event_id, logged, reply};
 use super::SessionReply;
 use crate::engine::Journal;
-use crate::error::McpError;
+use crate::error::{ErrorKind, McpError};
 use crate::protocol::Request;
 use crate::server::{Env, Server};
 
@@ -154,6 +154,13 @@ pub fn on_alarm(
                 c.state = CallState::Cancelled;
                 c.journal = Journal::new();
                 store.put_call(&c)?;
+                // The request gets its answer: whoever reads the stream later
+                // learns it was cancelled.
+                let cancelled = McpError::new(
+                    ErrorKind::RequestCancelled,
+                    "Request cancelled: no client contact within the resume policy's maxWait",
+                );
+                store.append_event(&c.stream, &cancelled.to_response(Some(&c.request_id)))?;
             }
         }
     }

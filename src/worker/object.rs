@@ -139,6 +139,10 @@ impl McpObject {
         session_id: &str,
         new: bool,
     ) -> Result<Response> {
+        // An unknown id writes nothing: no storage for sessions that never were.
+        if !new && !SqliteSessionStore::exists(&self.state.storage().sql()) {
+            return to_worker_response(error_response(&crate::session::not_found(), None), None);
+        }
         let store = match SqliteSessionStore::new(self.state.storage().sql()) {
             Ok(s) => s,
             Err(e) => return to_worker_response(error_response(&e, None), None),

@@ -276,7 +276,7 @@ describe('the 2025-11-25 session wire under wrangler dev', () => {
       assert.deepEqual(wire.filter((w) => w.method === 'DELETE').map((w) => w.status), [204]);
       assert.equal(transport.sessionId, undefined);
       const gone = await post(server.url, sid, { jsonrpc: '2.0', id: 1, method: 'ping' });
-      assertError(gone, 404, -32602, /^Session not found/);
+      assertError(gone, 404, -32001, /^Session not found/);
     } finally {
       await client.close();
     }
@@ -359,10 +359,10 @@ describe('the 2025-11-25 session wire under wrangler dev', () => {
     });
 
     // A wrong token finds nothing.
-    assertError(await resume(url, sid, 5, 'f'.repeat(32)), 400, -32602, /no resumable request/);
-    assertError(await getStatus(url, sid, 5, 'f'.repeat(32)), 400, -32602, /no resumable request/);
+    assertError(await resume(url, sid, 5, 'f'.repeat(32)), 200, -32602, /no resumable request/);
+    assertError(await getStatus(url, sid, 5, 'f'.repeat(32)), 200, -32602, /no resumable request/);
     // Nor does the right token with another request id.
-    assertError(await resume(url, sid, 6, token), 400, -32602, /no resumable request/);
+    assertError(await resume(url, sid, 6, token), 200, -32602, /no resumable request/);
 
     // Resume with the original id: the undelivered events, policy first.
     const r1 = await resume(url, sid, 5, token);
@@ -463,19 +463,24 @@ test('a request not resumed within maxWait is cancelled', { timeout: 120_000 }, 
     await sleep(4500);
     s = await getStatus(url, sid, 21, token);
     assert.equal(s.status, 200, s.text);
+    // The cancellation itself is the call's last message (a -32800 error).
     assert.deepEqual(s.json.result, {
-      requestId: 21, status: 'cancelled', lastEventId: 'c1:2', deliveredEventId: 'c1:0', undeliveredMessages: 2,
+      requestId: 21, status: 'cancelled', lastEventId: 'c1:3', deliveredEventId: 'c1:0', undeliveredMessages: 3,
     });
-    assertError(await resume(url, sid, 21, token), 400, -32602, /cancelled/);
+    assertError(await resume(url, sid, 21, token), 200, -32602, /cancelled/);
 
-    // A late answer does not revive it; the stream has nothing more.
+    // A late answer does not revive it; a reader of the stream learns how it ended.
     const late = await post(url, sid, targetAnswer('c1/1/target'));
     assert.equal(late.status, 202, late.text);
     s = await getStatus(url, sid, 21, token);
     assert.equal(s.json.result.status, 'cancelled', s.text);
     const rest = await get(url, sid, 'c1:2');
-    assert.equal(rest.length, 1, JSON.stringify(rest));
+    assert.equal(rest.length, 2, JSON.stringify(rest));
     assertPriming(rest[0], 'c1:2', { retry: false });
+    const ended = JSON.parse(rest[1].data);
+    assert.equal(rest[1].id, 'c1:3');
+    assert.equal(ended.id, 21);
+    assert.equal(ended.error.code, -32800, rest[1].data);
 
     // Only the call ended: the session goes on.
     const ping = await post(url, sid, { jsonrpc: '2.0', id: 22, method: 'ping' });
@@ -534,7 +539,7 @@ test('an idle session is deleted after its TTL', { timeout: 120_000 }, async () 
     assert.ok(afterTtl.gone || afterTtl.tables.length === 0, `storage after the TTL: ${JSON.stringify(afterTtl)}`);
 
     const r = await post(url, sid, { jsonrpc: '2.0', id: 32, method: 'ping' });
-    assertError(r, 404, -32602, /^Session not found/);
+    assertError(r, 404, -32001, /^Session not found/);
     const g = await fetch(url, { headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'last-event-id': 'c1:0' } });
     assert.equal(g.status, 404, await g.text());
     // The 404s left nothing behind either.
