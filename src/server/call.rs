@@ -64,6 +64,16 @@ pub(crate) fn result_or_error(v: &Value) -> Option<Result<Value, Value>> {
     }
 }
 
+/// Reads a sealed state field: absent or `null` is none, a string is the
+/// token, anything else is malformed state.
+pub(crate) fn state_param(v: Option<&Value>) -> Result<Option<&str>, McpError> {
+    match v {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.as_str())),
+        Some(_) => Err(refused("malformed")),
+    }
+}
+
 /// The durable side of a request served inside a call's Durable Object.
 pub struct Durable<'a> {
     /// The call id the Worker routed by (the DO's name).

@@ -5,11 +5,11 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::{run_round, RoundInput, RoundOutcome, Target};
+use super::call::{run_round, state_param, RoundInput, RoundOutcome, Target};
 use super::modern::{Reply, RequestMeta};
 use super::{Ctx, Server};
 use crate::engine::ClientCaps;
-use crate::error::{ErrorKind, McpError};
+use crate::error::McpError;
 use crate::protocol::Request;
 
 /// Runs one round of `target` for a modern request and shapes its reply.
@@ -22,16 +22,7 @@ pub(crate) async fn call(
     ctx: &Ctx<'_>,
 ) -> Result<Reply, McpError> {
     let p = &request.params;
-    let state = match p.get("requestState") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => {
-            return Err(McpError::new(
-                ErrorKind::InvalidState,
-                "Invalid request state: malformed",
-            ))
-        }
-    };
+    let state = state_param(p.get("requestState"))?;
     // `inputResponses` that is not an object carries no usable answer: the
     // round asks again rather than failing.
     let answers = match p.get("inputResponses") {

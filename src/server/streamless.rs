@@ -10,11 +10,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
+use super::call::{
+    result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome, Target,
+};
 use super::modern::object_param;
 use super::{Ctx, Server};
 use crate::engine::ClientCaps;
-use crate::error::{ErrorKind, McpError};
+use crate::error::McpError;
 use crate::http::HttpRequest;
 use crate::protocol::{result_response, Request};
 
@@ -43,20 +45,12 @@ pub(crate) async fn handle(
         .registry
         .find_tool(name)
         .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
-    let state = match request
-        .raw
-        .get("requestState")
-        .or_else(|| p.get("requestState"))
-    {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => {
-            return Err(McpError::new(
-                ErrorKind::InvalidState,
-                "Invalid request state: malformed",
-            ))
-        }
-    };
+    let state = state_param(
+        request
+            .raw
+            .get("requestState")
+            .or_else(|| p.get("requestState")),
+    )?;
     let answers = dependent_responses(&request.raw)?;
     let round = run_round(
         server,
