@@ -169,9 +169,15 @@ describe('default configuration', () => {
   });
 
   test('DELETE is 405 and names POST in Allow', async () => {
-    const r = await post(url, { 'mcp-session-id': 'whatever' }, undefined, 'DELETE');
+    const r = await post(url, {}, undefined, 'DELETE');
     assert.equal(r.status, 405, r.text);
     assert.equal(r.headers.get('allow'), 'POST');
+  });
+
+  test('DELETE of a session that does not exist is 404 with -32001', async () => {
+    const r = await post(url, { 'mcp-session-id': 'whatever' }, undefined, 'DELETE');
+    assert.equal(r.status, 404, r.text);
+    assert.equal(r.json?.error?.code, -32001, r.text);
   });
 
   test('a notification is 202 with an empty body', async () => {

@@ -3,6 +3,8 @@
 // storage, concurrent retries, key rotation and every token failure class.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { freshPersistDir, startWrangler } from './wrangler.mjs';
 import { callTool, startWebhook } from './webhook.mjs';
 
@@ -27,22 +29,6 @@ async function webhook(opts = {}) {
   const stop = h.stop;
   h.stop = async () => { running.delete(h); await stop(); };
   return h;
-}
-
-/**
- * startWrangler's readiness probe is an unauthenticated POST that expects
- * 400; with API_TOKENS set the worker answers 401 to it, so the probe gets
- * the bearer token added while the server starts.
- */
-async function wranglerWithBearer(opts, bearer) {
-  const original = globalThis.fetch;
-  globalThis.fetch = (url, init = {}) =>
-    original(url, { ...init, headers: { ...(init.headers ?? {}), authorization: `Bearer ${bearer}` } });
-  try {
-    return await wrangler(opts);
-  } finally {
-    globalThis.fetch = original;
-  }
 }
 
 after(async () => {
@@ -236,6 +222,44 @@ describe('durable deploy across restarts, lost storage and races', () => {
   });
 });
 
+/** Tables in the call objects' SQLite files under a persist directory. */
+async function callTables(persistTo) {
+  const { DatabaseSync } = await import('node:sqlite');
+  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-McpObject');
+  if (!existsSync(dir)) return [];
+  const tables = [];
+  for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
+    const db = new DatabaseSync(join(dir, f), { readOnly: true });
+    try {
+      for (const row of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durable_call'").all()) {
+        const n = db.prepare('SELECT count(*) AS n FROM durable_call').get().n;
+        tables.push({ file: f, table: row.name, rows: n });
+      }
+    } finally {
+      db.close();
+    }
+  }
+  return tables;
+}
+
+describe('idle call objects', () => {
+  test('a paused call\'s object deletes its storage when its idle alarm fires', async () => {
+    const P = freshPersistDir();
+    const server = await wrangler({ persistTo: P, vars: { STATE_TTL_SECONDS: '2' } });
+    try {
+      const args = deployArgs('api');
+      await startDeploy(server.url, args);
+      const before = await callTables(P);
+      assert.deepEqual(before.map((t) => t.rows), [1], JSON.stringify(before));
+      await sleep(4500);
+      const afterAlarm = await callTables(P);
+      assert.deepEqual(afterAlarm, [], `the alarm deleted the call: ${JSON.stringify(afterAlarm)}`);
+    } finally {
+      await server.stop();
+    }
+  });
+});
+
 describe('token failure classes over HTTP are -32602 with HTTP 400', () => {
   let server;
   before(async () => { server = await wrangler(); });
@@ -309,7 +333,7 @@ describe('token failure classes over HTTP are -32602 with HTTP 400', () => {
   });
 
   test('a state issued to one principal is refused for another', async () => {
-    const authed = await wranglerWithBearer({ vars: { API_TOKENS: 'alice:tok-alice-0001,bob:tok-bob-0002' } }, 'tok-alice-0001');
+    const authed = await wrangler({ vars: { API_TOKENS: 'alice:tok-alice-0001,bob:tok-bob-0002' } });
     try {
       const alice = { headers: { authorization: 'Bearer tok-alice-0001' } };
       const bob = { headers: { authorization: 'Bearer tok-bob-0002' } };
