@@ -549,3 +549,33 @@ test('an idle session is deleted after its TTL', { timeout: 120_000 }, async () 
     await server.stop();
   }
 });
+
+test('with SSE_POLLING=0 the call\'s stream stays open and carries every request and the result', { timeout: 120_000 }, async () => {
+  const server = await wrangler({ vars: { SSE_POLLING: '0' } });
+  const wire = [];
+  const recordingFetch = async (url, init = {}) => {
+    const h = new Headers(init.headers);
+    const r = await fetch(url, init);
+    wire.push({ method: init.method ?? 'GET', lastEventId: h.get('last-event-id'), status: r.status });
+    return r;
+  };
+  const client = new Client({ name: 'session-e2e-hold', version: '0.0.1' }, { capabilities: { elicitation: {}, sampling: {} } });
+  client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { target: 'production' } }));
+  client.setRequestHandler(CreateMessageRequestSchema, async () => (
+    { role: 'assistant', model: 'e2e-model', content: { type: 'text', text: 'yes' }, stopReason: 'endTurn' }));
+  const transport = new StreamableHTTPClientTransport(new URL(server.url), { fetch: recordingFetch });
+  try {
+    await client.connect(transport);
+    const tokens = [];
+    const res = await client.callTool({ name: 'deploy', arguments: { service: 'db' } }, undefined,
+      { onresumptiontoken: (t) => tokens.push(t), timeout: 30_000 });
+    assert.match(res.content[0].text, /^Deployed db to production \(ticket CHG-[0-9A-F]{8}\)\.$/);
+    // One POST stream carried it all: no resume was needed.
+    assert.deepEqual([...new Set(tokens)], ['c1:0', 'c1:1', 'c1:2', 'c1:3']);
+    assert.deepEqual(wire.filter((w) => w.method === 'GET' && w.lastEventId !== null), []);
+    await transport.terminateSession();
+  } finally {
+    await client.close().catch(() => {});
+    await server.stop();
+  }
+});
