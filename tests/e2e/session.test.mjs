@@ -202,20 +202,25 @@ async function startResumable(url, sid, requestId, maxWait) {
   return { token: policy.message.params.resumeToken, events: r.events };
 }
 
+/** A fetch for the SDK that records every HTTP exchange it makes. */
+function recorder() {
+  const wire = [];
+  const recordingFetch = async (url, init = {}) => {
+    const h = new Headers(init.headers);
+    const r = await fetch(url, init);
+    wire.push({ method: init.method ?? 'GET', lastEventId: h.get('last-event-id'), status: r.status });
+    return r;
+  };
+  return { wire, recordingFetch };
+}
+
 describe('the 2025-11-25 session wire under wrangler dev', () => {
   let server;
   before(async () => { server = await wrangler(); });
   after(async () => { await server?.stop(); });
 
   test('the v1 SDK client runs the deploy story with its own elicitation and sampling handlers', { timeout: 60_000 }, async () => {
-    /** Every HTTP exchange the SDK makes. */
-    const wire = [];
-    const recordingFetch = async (url, init = {}) => {
-      const h = new Headers(init.headers);
-      const r = await fetch(url, init);
-      wire.push({ method: init.method ?? 'GET', lastEventId: h.get('last-event-id'), status: r.status });
-      return r;
-    };
+    const { wire, recordingFetch } = recorder();
     const client = new Client({ name: 'session-e2e-v1', version: '0.0.1' }, { capabilities: { elicitation: {}, sampling: {} } });
     const errors = [];
     client.onerror = (e) => errors.push(e);
@@ -552,13 +557,7 @@ test('an idle session is deleted after its TTL', { timeout: 120_000 }, async () 
 
 test('with SSE_POLLING=0 the call\'s stream stays open and carries every request and the result', { timeout: 120_000 }, async () => {
   const server = await wrangler({ vars: { SSE_POLLING: '0' } });
-  const wire = [];
-  const recordingFetch = async (url, init = {}) => {
-    const h = new Headers(init.headers);
-    const r = await fetch(url, init);
-    wire.push({ method: init.method ?? 'GET', lastEventId: h.get('last-event-id'), status: r.status });
-    return r;
-  };
+  const { wire, recordingFetch } = recorder();
   const client = new Client({ name: 'session-e2e-hold', version: '0.0.1' }, { capabilities: { elicitation: {}, sampling: {} } });
   client.setRequestHandler(ElicitRequestSchema, async () => ({ action: 'accept', content: { target: 'production' } }));
   client.setRequestHandler(CreateMessageRequestSchema, async () => (
