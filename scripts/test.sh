@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # npm test: set-up, then every test:
-#   1. cargo fmt --check and cargo clippy (style gates)
-#   2. cargo test: the sans-IO core, natively
-#   3. the worker build
+#   1. cargo fmt --check and cargo clippy, natively and for the Worker
+#      target (style gates)
+#   2. cargo test --workspace: the sans-IO core, the fixtures worker through
+#      the test server, the quickstart's tests, the guide's doctests
+#   3. the fixtures worker build
 #   4. end-to-end tests (node --test tests/e2e) against wrangler dev instances
-#      they start themselves (free port, fresh --persist-to, stopped by PID)
+#      they start themselves (free port, fresh --persist-to, stopped by PID),
+#      the quickstart copied out of the repo and built as a user would
 #   5. the official conformance suite against wrangler dev
 # Ends with one line, "durable-mcp: N passed, M failed", counting tests (cargo
 # tests, e2e tests, required conformance scenarios) plus the gates.
@@ -57,9 +60,11 @@ if ! bash scripts/setup.sh; then
 fi
 
 gate "cargo fmt --check" cargo fmt --all -- --check
-gate "cargo clippy" cargo clippy --all-targets --quiet -- -D warnings
-suite "cargo test" cargo_counts cargo test
-gate "worker build" bash scripts/build.sh
+gate "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings
+# The Worker glue is compiled for wasm32 only: lint it there too.
+gate "cargo clippy (wasm32)" cargo clippy --workspace --target wasm32-unknown-unknown --quiet -- -D warnings
+suite "cargo test" cargo_counts cargo test --workspace
+gate "worker build" bash scripts/build.sh fixtures
 if [ -f build/worker/shim.mjs ]; then
   # Node 22 for the tests and the tools they start.
   suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs'

@@ -5,32 +5,50 @@
 //! its model (sampling), its roots — and carry on afterwards, with the pause
 //! persisted rather than held in memory.
 //!
-//! Everything but [`worker`] is sans-IO: time, randomness, keys and storage
-//! come in as arguments, so the whole server runs under `cargo test`.
+//! Everything but the Worker glue is sans-IO: time, randomness, keys and
+//! storage come in as arguments, so the whole server runs under `cargo test`.
 //!
 //! # Layout
-//! - [`protocol`]: JSON-RPC and MCP message shapes.
-//! - [`engine`]: the replay engine, `Cx` and the journal.
+//! - [`app`]: what you build with: [`Registry`], [`Tool`], typed results, [`Bindings`].
+//! - [`engine`]: the replay engine, [`Cx`] and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
 //! - [`session`]: the 2025-11-25 session wire (one Durable Object per session).
+//! - [`host`]: which Durable Object serves what; what an object does.
+//! - [`effects`]: the one reply out of the core: a response plus effects.
 //! - [`http`]: Streamable HTTP framing as pure functions.
+//! - [`protocol`]: JSON-RPC and MCP message shapes.
+//! - [`outbound`]: calling other services from a tool (`fetch` in the Worker).
 //! - [`token`]: sealed state tokens.
 //! - [`store`]: storage of durable calls (a sync trait + in-memory).
-//! - [`tools`]: example tools and the conformance fixtures.
-//! - `worker` (wasm32 only): the Cloudflare glue.
+//! - [`testing`]: a test server that routes and applies effects like the Worker.
+//! - `worker` (wasm32, feature `worker`): the Cloudflare glue behind [`entry!`].
 
+pub mod app;
+pub mod effects;
 pub mod engine;
+mod entry;
 pub mod error;
+pub mod host;
 pub mod http;
+pub mod outbound;
 pub mod protocol;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod testing;
 pub mod token;
-pub mod tools;
 
-#[cfg(target_arch = "wasm32")]
-mod worker;
+#[cfg(all(feature = "worker", target_arch = "wasm32"))]
+#[doc(hidden)]
+pub mod worker;
 
-pub use engine::{ask, form, Cx, ElicitResult, SampleResult, ToolError};
+pub use app::{
+    content, text, Bindings, CallToolResult, Json, Prompt, Registry, Resource, ResourceTemplate,
+    Tool,
+};
+pub use engine::{ask, form, Cx, ElicitResult, Elicitation, SampleResult, ToolError};
+#[doc(hidden)]
+pub use entry::check_entry;
+pub use entry::IntoRegistry;
 pub use error::{ErrorKind, McpError};
+pub use protocol::{ListKind, LogLevel};

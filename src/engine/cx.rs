@@ -7,16 +7,20 @@
 //! `let a = cx.elicit(..); let b = cx.sample(..); (a.await?, b.await?)` sends
 //! both requests in one round.
 
+use std::any::Any;
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::future::{ready, Future, Ready};
+use std::rc::Rc;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT};
-use super::ToolError;
+use super::{Suspended, ToolError};
+use crate::error::McpError;
+use crate::protocol::{ListKind, LogLevel};
 
 /// Which kinds of input the client declared it can answer in *this* request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -72,6 +76,27 @@ impl ElicitResult {
             .as_ref()
             .and_then(|c| c.get(name))
             .and_then(|v| serde_json::from_value(v.clone()).ok())
+    }
+}
+
+/// The user's answer to a typed form ([`Cx::elicit`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Elicitation<T> {
+    /// The user submitted the form.
+    Accepted(T),
+    /// The user said no.
+    Declined,
+    /// The user dismissed the form without choosing.
+    Cancelled,
+}
+
+impl<T> Elicitation<T> {
+    /// The submitted form, when accepted.
+    pub fn accepted(self) -> Option<T> {
+        match self {
+            Self::Accepted(t) => Some(t),
+            _ => None,
+        }
     }
 }
 
@@ -142,7 +167,7 @@ struct State {
     /// Notifications (progress, log) emitted by this run, in order.
     notifications: Vec<Value>,
     progress_token: Option<Value>,
-    log_level: Option<usize>,
+    log_level: Option<LogLevel>,
     /// Answers the client sent for keys that were not pending (a first
     /// request that already carries `inputResponses`): taken when the tool
     /// asks that key, if their shape fits what it asks.
@@ -150,70 +175,129 @@ struct State {
 }
 
 /// The tool's handle on its call. See the module docs.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Cx {
-    state: RefCell<State>,
+    inner: RefCell<State>,
+    /// The server's shared state (secrets, bindings), set by the registry.
+    app: Option<Rc<dyn Any>>,
 }
 
-const LOG_LEVELS: [&str; 8] = [
-    "debug",
-    "info",
-    "notice",
-    "warning",
-    "error",
-    "critical",
-    "alert",
-    "emergency",
-];
+impl std::fmt::Debug for Cx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cx").field("inner", &self.inner).finish()
+    }
+}
 
 impl Cx {
     /// A context replaying `journal` for a client with `caps`.
     pub fn new(journal: Journal, caps: ClientCaps) -> Self {
         Self {
-            state: RefCell::new(State {
+            inner: RefCell::new(State {
                 journal,
                 caps,
                 ..State::default()
             }),
+            app: None,
         }
+    }
+
+    /// Gives the tool the server's shared state (see [`Cx::state`]).
+    pub fn with_state(mut self, app: Option<Rc<dyn Any>>) -> Self {
+        self.app = app;
+        self
+    }
+
+    /// The server's shared state: what the registry was given with
+    /// `Registry::state` (secrets, bindings, clients), the role axum's
+    /// `State<S>` plays. Asking for a type the registry was not given is a
+    /// bug, reported as an internal error.
+    pub fn state<S: 'static>(&self) -> Result<&S, ToolError> {
+        self.app
+            .as_deref()
+            .and_then(|a| a.downcast_ref::<S>())
+            .ok_or_else(|| {
+                ToolError::Protocol(McpError::internal(format!(
+                    "no shared state of type {} was registered (Registry::state)",
+                    std::any::type_name::<S>()
+                )))
+            })
     }
 
     /// Sets the progress token progress notifications are sent with.
     pub fn with_progress_token(self, token: Option<Value>) -> Self {
-        self.state.borrow_mut().progress_token = token;
+        self.inner.borrow_mut().progress_token = token;
         self
     }
 
     /// Sets the lowest log level the client asked for (`None`: no log messages).
     pub fn with_log_level(self, level: Option<&str>) -> Self {
-        self.state.borrow_mut().log_level =
-            level.and_then(|l| LOG_LEVELS.iter().position(|x| *x == l));
+        self.inner.borrow_mut().log_level = level.and_then(LogLevel::parse);
         self
     }
 
     /// Offers answers for keys that are not pending in the journal.
     pub fn with_offered(self, offered: Map<String, Value>) -> Self {
-        self.state.borrow_mut().offered = offered;
+        self.inner.borrow_mut().offered = offered;
         self
     }
 
     /// The progress token of this request, if the client sent one.
     pub fn progress_token(&self) -> Option<Value> {
-        self.state.borrow().progress_token.clone()
+        self.inner.borrow().progress_token.clone()
     }
 
     /// What the client declared it can answer in this request.
     pub fn capabilities(&self) -> ClientCaps {
-        self.state.borrow().caps.clone()
+        self.inner.borrow().caps.clone()
     }
 
     /// The round this replay is serving (0 on the first call).
     pub fn round(&self) -> u32 {
-        self.state.borrow().journal.round
+        self.inner.borrow().journal.round
     }
 
-    /// Asks the user to fill a form (`elicitation/create`).
-    pub fn elicit(&self, key: &str, params: Value) -> Ready<Result<ElicitResult, ToolError>> {
+    /// Asks the user to fill in the form `T` (`elicitation/create`, form
+    /// mode): the `requestedSchema` is derived from `T` (field docs become
+    /// descriptions), and the answer comes back as a `T`.
+    ///
+    /// MCP forms are flat: every field of `T` must be a string, number,
+    /// integer, boolean, a string enum (a unit-variant enum) or a list of
+    /// enum strings, optionally `Option`al. Any other `T` is refused with an
+    /// internal error naming the field, before anything is sent.
+    pub fn elicit<T>(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+    ) -> Ready<Result<Elicitation<T>, ToolError>>
+    where
+        T: DeserializeOwned + schemars::JsonSchema,
+    {
+        let schema = match crate::app::schema::form_schema::<T>() {
+            Ok(s) => s,
+            Err(why) => return ready(Err(ToolError::Protocol(McpError::internal(why)))),
+        };
+        let answer = self
+            .ask(key, "elicitation/create", form(message, schema))
+            .and_then(decode::<ElicitResult>);
+        ready(answer.and_then(|r| match r.action.as_str() {
+            "accept" => {
+                let content = Value::Object(r.content.unwrap_or_default());
+                serde_json::from_value(content)
+                    .map(Elicitation::Accepted)
+                    .map_err(|e| {
+                        ToolError::Failed(format!(
+                            "the submitted form does not fit the request: {e}"
+                        ))
+                    })
+            }
+            "decline" => Ok(Elicitation::Declined),
+            _ => Ok(Elicitation::Cancelled),
+        }))
+    }
+
+    /// Sends an elicitation with raw params (`{mode, message,
+    /// requestedSchema}` or URL mode): for forms a type cannot express.
+    pub fn elicit_with(&self, key: &str, params: Value) -> Ready<Result<ElicitResult, ToolError>> {
         ready(self.ask(key, "elicitation/create", params).and_then(decode))
     }
 
@@ -245,7 +329,7 @@ impl Cx {
             method: method.to_string(),
             params,
         };
-        let mut st = self.state.borrow_mut();
+        let mut st = self.inner.borrow_mut();
         if let Some(answer) = st.journal.answers.get(key) {
             if answer.asked != request.digest() {
                 return Err(ToolError::Nondeterminism(format!(
@@ -285,7 +369,7 @@ impl Cx {
             }
         }
         st.asked.insert(key.to_string(), request);
-        Err(ToolError::Suspend)
+        Err(ToolError::Suspend(Suspended(())))
     }
 
     /// Runs a side effect once per call: a replay gets the recorded output
@@ -296,14 +380,14 @@ impl Cx {
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
     {
-        let recorded = self.state.borrow().journal.once.get(key).cloned();
+        let recorded = self.inner.borrow().journal.once.get(key).cloned();
         if let Some(v) = recorded {
             return decode(v);
         }
         // No borrow is held across the effect's await.
         let out = effect().await?;
         let v = serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
-        self.state
+        self.inner
             .borrow_mut()
             .journal
             .once
@@ -313,7 +397,7 @@ impl Cx {
 
     /// Reports progress, when the client sent a progress token.
     pub fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
-        let mut st = self.state.borrow_mut();
+        let mut st = self.inner.borrow_mut();
         let Some(token) = st.progress_token.clone() else {
             return;
         };
@@ -328,37 +412,30 @@ impl Cx {
             .push(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
     }
 
-    /// Announces that a list (`"tools"`, `"prompts"` or `"resources"`)
-    /// changed: every `subscriptions/listen` stream that asked for it hears
-    /// (on the session wire, the call's stream carries it).
-    pub fn list_changed(&self, kind: &str) {
-        if matches!(kind, "tools" | "prompts" | "resources") {
-            let method = format!("notifications/{kind}/list_changed");
-            self.state
-                .borrow_mut()
-                .notifications
-                .push(json!({"jsonrpc": "2.0", "method": method}));
-        }
+    /// Announces that a list changed: every `subscriptions/listen` stream
+    /// that asked for it hears (on the session wire, the call's stream).
+    pub fn list_changed(&self, kind: ListKind) {
+        self.inner
+            .borrow_mut()
+            .notifications
+            .push(json!({"jsonrpc": "2.0", "method": kind.notification_method()}));
     }
 
-    /// Sends a log message at `level`, when the client asked for that level.
-    pub fn log(&self, level: &str, data: Value) {
-        let mut st = self.state.borrow_mut();
-        let wanted = st.log_level;
-        let this = LOG_LEVELS.iter().position(|x| *x == level);
-        if let (Some(min), Some(this)) = (wanted, this) {
-            if this >= min {
-                st.notifications
-                    .push(json!({"jsonrpc": "2.0", "method": "notifications/message",
-                    "params": {"level": level, "data": data}}));
-            }
+    /// Sends a log message at `level`, when the client asked for that level
+    /// or a less severe one.
+    pub fn log(&self, level: LogLevel, data: Value) {
+        let mut st = self.inner.borrow_mut();
+        if st.log_level.is_some_and(|min| level >= min) {
+            st.notifications
+                .push(json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": level.as_str(), "data": data}}));
         }
     }
 
     /// Ends the run: the journal (with this run's new requests pending), the
     /// requests to send, and the notifications emitted.
     pub(crate) fn finish(self) -> Finished {
-        let st = self.state.into_inner();
+        let st = self.inner.into_inner();
         Finished {
             journal: st.journal,
             asked: st.asked,

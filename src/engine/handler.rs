@@ -32,19 +32,22 @@ where
     }
 }
 
-/// A handler over typed arguments, taking JSON and deserializing it first.
-struct Typed<A, T, H> {
+/// A handler over typed arguments, taking JSON and deserializing it first,
+/// and turning its output into `U`.
+struct Typed<A, T, U, H> {
     inner: H,
+    output: fn(T) -> Result<U, ToolError>,
     _types: PhantomData<fn(A) -> T>,
 }
 
-impl<A, T, H> Handler<Value, T> for Typed<A, T, H>
+impl<A, T, U, H> Handler<Value, U> for Typed<A, T, U, H>
 where
     A: DeserializeOwned + 'static,
     T: 'static,
+    U: 'static,
     H: Handler<A, T>,
 {
-    fn call<'a>(&'a self, cx: &'a mut Cx, args: Value) -> LocalFuture<'a, Result<T, ToolError>> {
+    fn call<'a>(&'a self, cx: &'a mut Cx, args: Value) -> LocalFuture<'a, Result<U, ToolError>> {
         // Absent arguments are an empty object, so `struct Args {}` and
         // all-optional structs work without the client sending `{}`.
         let args = if args.is_null() {
@@ -53,7 +56,11 @@ where
             args
         };
         match serde_json::from_value::<A>(args) {
-            Ok(a) => self.inner.call(cx, a),
+            Ok(a) => {
+                let output = self.output;
+                let run = self.inner.call(cx, a);
+                Box::pin(async move { run.await.and_then(output) })
+            }
             Err(e) => Box::pin(std::future::ready(Err(ToolError::Failed(format!(
                 "Invalid arguments: {e}"
             ))))),
@@ -71,8 +78,21 @@ where
     T: 'static,
     H: Handler<A, T>,
 {
+    boxed_map(handler, Ok)
+}
+
+/// Boxes a typed handler so it takes JSON arguments and its output goes
+/// through `output` (a typed tool result becoming a `CallToolResult`).
+pub fn boxed_map<A, T, U, H>(handler: H, output: fn(T) -> Result<U, ToolError>) -> BoxedHandler<U>
+where
+    A: DeserializeOwned + 'static,
+    T: 'static,
+    U: 'static,
+    H: Handler<A, T>,
+{
     Box::new(Typed {
         inner: handler,
+        output,
         _types: PhantomData,
     })
 }

@@ -19,20 +19,26 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Root, SampleResult};
-pub use handler::{boxed, BoxedHandler, Handler, LocalFuture};
+pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult};
+pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
     answer_shape_ok, digest_json, Answer, InputRequest, Journal, CHECKPOINT, JOURNAL_VERSION,
 };
 
 use crate::error::{ErrorKind, McpError};
 
+/// The engine's mark that a call paused for input. Only the engine can make
+/// one (its field is private), so a tool cannot fake a pause; and a tool
+/// that catches one and returns anyway still pauses (see [`run`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suspended(());
+
 /// Why a tool body stopped without a value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolError {
-    /// It asked for input the journal does not have yet (internal: the engine
-    /// turns it into an `input_required` round). Let it pass with `?`.
-    Suspend,
+    /// It asked for input the journal does not have yet: the engine turns it
+    /// into an `input_required` round. Let it pass with `?`.
+    Suspend(Suspended),
     /// It needs a client capability the request did not declare (`-32021`).
     MissingCapability(Value),
     /// A replay asked something different under a recorded key: a bug in the
@@ -69,7 +75,7 @@ impl From<serde_json::Error> for ToolError {
 impl std::fmt::Display for ToolError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Self::Suspend => f.write_str("suspended for input"),
+            Self::Suspend(_) => f.write_str("suspended for input"),
             Self::MissingCapability(c) => write!(f, "missing client capability {c}"),
             Self::Nondeterminism(m) | Self::Failed(m) => f.write_str(m),
             Self::Client(e) => write!(f, "the client reported an error: {e}"),
@@ -110,21 +116,34 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
     let mut cx = cx;
     let result = handler.call(&mut cx, args).await;
     let done = cx.finish();
-    let outcome = match result {
-        Ok(value) => Outcome::Complete(value),
-        // A body may swallow a Suspend (`.ok()`) and still return; whatever it
-        // returns wins. A body that suspended with nothing registered is a bug.
-        Err(ToolError::Suspend) if done.asked.is_empty() => Outcome::Error(McpError::internal(
-            "the tool suspended without asking anything",
-        )),
-        Err(ToolError::Suspend) => {
-            let mut journal = done.journal;
-            journal.pending = done.asked.clone();
-            Outcome::InputRequired {
+    // A pause cannot be swallowed: a request the body registered and has no
+    // answer for means the call waits for that answer, even if the body
+    // caught the `Suspend` and returned a value or a failure. Protocol-level
+    // errors (a missing capability, nondeterminism) still win: asking again
+    // would not fix them.
+    let protocol_error = matches!(
+        result,
+        Err(ToolError::MissingCapability(_)
+            | ToolError::Nondeterminism(_)
+            | ToolError::Protocol(_))
+    );
+    if !done.asked.is_empty() && !protocol_error {
+        let mut journal = done.journal;
+        journal.pending = done.asked.clone();
+        return Run {
+            outcome: Outcome::InputRequired {
                 requests: done.asked,
                 journal,
-            }
-        }
+            },
+            notifications: done.notifications,
+        };
+    }
+    let outcome = match result {
+        Ok(value) => Outcome::Complete(value),
+        // Only the engine makes a `Suspend`, and only with a request registered.
+        Err(ToolError::Suspend(_)) => Outcome::Error(McpError::internal(
+            "the tool suspended without asking anything",
+        )),
         Err(ToolError::MissingCapability(caps)) => Outcome::Error(
             McpError::new(
                 ErrorKind::MissingCapability,

@@ -43,8 +43,8 @@ fn drive<T: std::fmt::Debug + 'static>(
 #[test]
 fn a_tool_is_replayed_until_every_answer_is_in() {
     let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
-        let a = cx.elicit("a", form("A?", json!({}))).await?;
-        let b = cx.elicit("b", form("B?", json!({}))).await?;
+        let a = cx.elicit_with("a", form("A?", json!({}))).await?;
+        let b = cx.elicit_with("b", form("B?", json!({}))).await?;
         Ok(format!(
             "{}{}",
             a.field::<String>("v").unwrap_or_default(),
@@ -61,7 +61,7 @@ fn a_tool_is_replayed_until_every_answer_is_in() {
 #[test]
 fn asks_made_before_awaiting_go_out_in_one_round() {
     let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
-        let a = cx.elicit("a", form("A?", json!({})));
+        let a = cx.elicit_with("a", form("A?", json!({})));
         let s = cx.sample("s", ask("hi", 10));
         let r = cx.roots("r");
         let (a, s, r) = (a.await?, s.await?, r.await?);
@@ -99,8 +99,8 @@ fn once_effects_do_not_run_again_on_replay() {
                     Ok(c.get() * 100)
                 })
                 .await?;
-            cx.elicit("confirm", form("ok?", json!({}))).await?;
-            cx.elicit("again", form("sure?", json!({}))).await?;
+            cx.elicit_with("confirm", form("ok?", json!({}))).await?;
+            cx.elicit_with("again", form("sure?", json!({}))).await?;
             Ok(ticket)
         },
     );
@@ -115,7 +115,7 @@ fn a_replay_that_asks_differently_is_nondeterminism() {
     let h = boxed(
         async move |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
             let msg = if f.get() { "changed" } else { "first" };
-            cx.elicit("k", form(msg, json!({}))).await?;
+            cx.elicit_with("k", form(msg, json!({}))).await?;
             Ok(())
         },
     );
@@ -164,7 +164,7 @@ fn asking_without_the_capability_is_a_missing_capability_error() {
 #[test]
 fn a_client_error_reaches_the_tool_as_a_value_it_can_handle() {
     let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
-        match cx.elicit("a", form("A?", json!({}))).await {
+        match cx.elicit_with("a", form("A?", json!({}))).await {
             Err(ToolError::Client(e)) => {
                 Ok(format!("handled {}", e["message"].as_str().unwrap_or("")))
             }
@@ -191,4 +191,145 @@ fn bad_arguments_fail_the_tool_not_the_protocol() {
         json!({"n": "x"}),
     ));
     assert!(matches!(r.outcome, Outcome::ToolFailed(m) if m.starts_with("Invalid arguments")));
+}
+
+#[test]
+fn a_swallowed_suspension_still_pauses_the_call() {
+    let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+        // A body that catches the pause and carries on must not end the
+        // call without the answer it asked for.
+        let answer = cx.elicit_with("a", form("A?", json!({}))).await.ok();
+        Ok(answer.map_or("no answer".into(), |a| a.action))
+    });
+    let first = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        Value::Null,
+    ));
+    assert!(
+        matches!(&first.outcome, Outcome::InputRequired { requests, .. } if requests.contains_key("a")),
+        "{:?}",
+        first.outcome
+    );
+    let (v, rounds) = drive(&*h, |_| elicit_answer("x"));
+    assert_eq!((v.as_str(), rounds), ("accept", 1));
+}
+
+/// A flat form as a type.
+#[derive(serde::Deserialize, schemars::JsonSchema, Debug, PartialEq)]
+struct Target {
+    /// Where to deploy.
+    target: String,
+    replicas: Option<u8>,
+}
+
+fn typed_elicit_outcome(answer: Value) -> Elicitation<Target> {
+    let h = boxed(
+        async |cx: &mut Cx, _: Value| -> Result<Elicitation<Target>, ToolError> {
+            cx.elicit::<Target>("t", "Where?").await
+        },
+    );
+    let first = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        Value::Null,
+    ));
+    let Outcome::InputRequired {
+        requests,
+        mut journal,
+    } = first.outcome
+    else {
+        panic!("expected the form to be sent")
+    };
+    let schema = &requests["t"].params["requestedSchema"];
+    assert_eq!(requests["t"].params["message"], "Where?");
+    assert_eq!(
+        schema["properties"]["target"]["description"],
+        "Where to deploy."
+    );
+    assert_eq!(schema["required"], json!(["target"]));
+    journal.accept_answers([("t".to_string(), Ok(answer))]);
+    let second = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    match second.outcome {
+        Outcome::Complete(v) => v,
+        other => panic!("expected completion, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_typed_elicitation_returns_the_form_declined_or_cancelled() {
+    assert_eq!(
+        typed_elicit_outcome(
+            json!({"action": "accept", "content": {"target": "prod", "replicas": 3}})
+        ),
+        Elicitation::Accepted(Target {
+            target: "prod".into(),
+            replicas: Some(3)
+        })
+    );
+    assert_eq!(
+        typed_elicit_outcome(json!({"action": "decline"})),
+        Elicitation::Declined
+    );
+    assert_eq!(
+        typed_elicit_outcome(json!({"action": "cancel"})),
+        Elicitation::Cancelled
+    );
+}
+
+#[test]
+fn a_non_flat_form_type_is_refused_with_a_clear_error_before_asking() {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    #[allow(dead_code)]
+    struct Nested {
+        inner: Target,
+    }
+    let h = boxed(async |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
+        cx.elicit::<Nested>("n", "Fill this in").await?;
+        Ok(())
+    });
+    let r = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::all()),
+        Value::Null,
+    ));
+    match r.outcome {
+        Outcome::Error(e) => {
+            assert_eq!(e.code(), -32603);
+            assert!(
+                e.message.contains("field `inner` is a nested object"),
+                "{}",
+                e.message
+            );
+        }
+        other => panic!("expected an internal error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_submitted_form_that_does_not_fit_the_type_fails_the_tool() {
+    let h = boxed(
+        async |cx: &mut Cx, _: Value| -> Result<Elicitation<Target>, ToolError> {
+            cx.elicit::<Target>("t", "Where?").await
+        },
+    );
+    let mut journal = Journal::new();
+    let first = block_on(run(
+        &*h,
+        Cx::new(journal.clone(), ClientCaps::all()),
+        Value::Null,
+    ));
+    if let Outcome::InputRequired { journal: j, .. } = first.outcome {
+        journal = j;
+    }
+    journal.accept_answers([(
+        "t".to_string(),
+        Ok(json!({"action": "accept", "content": {"target": 5}})),
+    )]);
+    let r = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    assert!(
+        matches!(&r.outcome, Outcome::ToolFailed(m) if m.contains("does not fit")),
+        "{:?}",
+        r.outcome
+    );
 }

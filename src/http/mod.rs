@@ -63,37 +63,6 @@ pub struct HttpResponse {
     pub headers: Vec<(String, String)>,
     /// The body.
     pub body: Body,
-    /// Lists that changed while serving this request (`tools`, `prompts`,
-    /// `resources`): the glue tells every `subscriptions/listen` stream.
-    pub list_changed: Vec<String>,
-    /// Set on a `subscriptions/listen` reply: the glue keeps this stream
-    /// open and registers it for list-changed notifications.
-    pub listen: Option<Listen>,
-}
-
-/// A `subscriptions/listen` stream to register.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Listen {
-    /// The listen request's id, which tags every frame.
-    pub subscription_id: serde_json::Value,
-    /// The notifications asked for (`toolsListChanged`, …).
-    pub filter: serde_json::Map<String, serde_json::Value>,
-}
-
-impl Listen {
-    /// The frame announcing that list `kind` changed, or `None` when this
-    /// listener did not ask for it.
-    pub fn frame_for(&self, kind: &str) -> Option<serde_json::Value> {
-        let wanted = format!("{kind}ListChanged");
-        if self.filter.get(&wanted) != Some(&serde_json::Value::Bool(true)) {
-            return None;
-        }
-        Some(serde_json::json!({
-            "jsonrpc": "2.0",
-            "method": format!("notifications/{kind}/list_changed"),
-            "params": {"_meta": {crate::protocol::versions::META_SUBSCRIPTION_ID: self.subscription_id}},
-        }))
-    }
 }
 
 /// A response body.
@@ -118,8 +87,6 @@ impl HttpResponse {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
             body: Body::Bytes(value.to_string().into_bytes()),
-            list_changed: Vec::new(),
-            listen: None,
         }
     }
 
@@ -129,8 +96,6 @@ impl HttpResponse {
             status,
             headers: Vec::new(),
             body: Body::Empty,
-            list_changed: Vec::new(),
-            listen: None,
         }
     }
 
@@ -148,8 +113,6 @@ impl HttpResponse {
             } else {
                 Body::Sse(events)
             },
-            list_changed: Vec::new(),
-            listen: None,
         }
     }
 

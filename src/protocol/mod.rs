@@ -3,10 +3,14 @@
 //! # Layout
 //! - `jsonrpc.rs`: parsing one message, building replies.
 //! - `versions.rs`: protocol versions and the `_meta` keys of 2026-07-28.
+//! - `kinds.rs`: log levels and list kinds.
 
 pub mod jsonrpc;
+mod kinds;
 pub mod versions;
 
 pub use jsonrpc::{
-    notification, parse_message, result_response, Message, Notification, Request, Response,
+    notification, parse_message, parse_value, result_response, Message, Notification, Request,
+    Response,
 };
+pub use kinds::{ListKind, LogLevel};

@@ -26,3 +26,6 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// The tasks extension's identifier.
 pub const EXT_TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// The header that names a 2025-11-25 session.
+pub const SESSION_HEADER: &str = "mcp-session-id";

@@ -11,8 +11,8 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
-use super::registry::{Prompt, Resource, ResourceTemplate, Tool};
 use super::{Ctx, Server};
+use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome};
 use crate::error::{ErrorKind, McpError};
 use crate::store::{CallStatus, CallStore, StoredCall};
@@ -188,7 +188,7 @@ pub(crate) async fn run_round(
         .with_offered(offered)
         .with_progress_token(input.progress_token)
         .with_log_level(input.log_level.as_deref());
-    let (outcome, notifications) = run_target(&input.target, cx, input.args.clone()).await;
+    let (outcome, notifications) = run_target(server, &input.target, cx, input.args.clone()).await;
 
     let outcome = match outcome {
         Outcome::Complete(v) => {
@@ -202,9 +202,7 @@ pub(crate) async fn run_round(
                 finish(d, &before, CallStatus::Completed, ctx.env.now_ms)?;
             }
             match input.target {
-                Target::Tool(_) => {
-                    RoundOutcome::Complete(super::CallToolResult::error(m).to_json())
-                }
+                Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
                 // Prompts and resources have no error result: a failure is bad input.
                 _ => return Err(McpError::invalid_params(m)),
             }
@@ -318,12 +316,15 @@ fn finish(
     })
 }
 
-/// Runs the target's body once with `cx`.
+/// Runs the target's body once with `cx`, which gets the registry's shared
+/// state.
 pub(crate) async fn run_target(
+    server: &Server,
     target: &Target<'_>,
     cx: Cx,
     args: Value,
 ) -> (Outcome<Value>, Vec<Value>) {
+    let cx = cx.with_state(server.registry.state.clone());
     match target {
         Target::Tool(t) => {
             let run = engine::run(&*t.handler, cx, args).await;

@@ -3,11 +3,11 @@
 use serde_json::{json, Map, Value};
 
 use super::call::Target;
-use super::modern::{is_removed, object_param, Reply, RequestMeta};
+use super::request::{is_removed, object_param, MethodReply, RequestMeta};
 use super::{mrtr, saga, Ctx, Server};
+use crate::effects::Listen;
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
-use crate::http::Listen;
 use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID};
 use crate::protocol::{notification, Request};
 
@@ -16,10 +16,10 @@ pub(super) async fn dispatch(
     request: &Request,
     meta: &RequestMeta,
     ctx: &Ctx<'_>,
-) -> Result<Reply, McpError> {
+) -> Result<MethodReply, McpError> {
     let p = &request.params;
     if let Some(result) = stateless_method(server, &request.method, p) {
-        return Ok(Reply::plain(result?));
+        return Ok(MethodReply::plain(result?));
     }
     let reply = match request.method.as_str() {
         m @ ("tools/call" | "prompts/get" | "resources/read") => {
@@ -32,7 +32,7 @@ pub(super) async fn dispatch(
         }
         m if saga::is_saga(m) => {
             let caps = ClientCaps::from_json(Some(&meta.capabilities));
-            Reply::plain(saga::handle(server, request, caps, ctx).await?)
+            MethodReply::plain(saga::handle(server, request, caps, ctx).await?)
         }
         "subscriptions/listen" => listen(request)?,
         m if is_removed(m) => {
@@ -234,7 +234,7 @@ const LISTENABLE: [&str; 3] = [
 /// `subscriptions/listen`: the stream opens with the acknowledgement of what
 /// we honour, then stays open; the glue registers it so list changes
 /// (`cx.list_changed`) reach it, tagged with the subscription id.
-fn listen(request: &Request) -> Result<Reply, McpError> {
+fn listen(request: &Request) -> Result<MethodReply, McpError> {
     let wanted = object_param(&request.params, "notifications")?;
     let honoured: Map<String, Value> = wanted
         .into_iter()
@@ -244,10 +244,9 @@ fn listen(request: &Request) -> Result<Reply, McpError> {
         "notifications/subscriptions/acknowledged",
         json!({"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request.id}}),
     );
-    Ok(Reply {
+    Ok(MethodReply {
         result: Value::Null,
         notifications: vec![ack],
-        hold_open: true,
         listen: Some(Listen {
             subscription_id: request.id.clone(),
             filter: honoured,

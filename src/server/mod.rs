@@ -1,26 +1,26 @@
-//! The sans-IO server: an [`HttpRequest`] in, an [`HttpResponse`] out.
+//! The sans-IO server: an [`HttpRequest`] in, one [`Reply`] (response plus
+//! effects) out.
 //!
 //! Every request is checked the same way first (path, Origin/Host, auth,
 //! size, JSON), then classified once by protocol era and handed to that era's
 //! code path. No clock, randomness or storage is read here: they come in
-//! through [`Env`].
+//! through [`Env`]. Which Durable Object serves what is decided one layer up,
+//! in [`crate::host`].
 //!
 //! # Layout
 //! - `config.rs`: configuration from Worker vars and secrets.
-//! - `registry.rs`: tools, resources, templates, prompts.
+//! - `request.rs`: a modern request's `_meta`, method replies, shared params.
 //! - `modern.rs`: the 2026-07-28 stateless wire: headers, `_meta`, dispatch.
 //! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
 //! - `call.rs`: one round of a call on any wire; durable mode.
 //! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
-//! - `route.rs`: which requests the Worker sends to a call's Durable Object.
 
 mod call;
 mod config;
 mod methods;
 mod modern;
 mod mrtr;
-pub mod registry;
-mod route;
+mod request;
 mod saga;
 mod streamless;
 
@@ -28,17 +28,15 @@ pub(crate) use call::run_target;
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};
-pub use registry::{
-    content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool,
-};
-pub use route::Route;
 
 use serde_json::Value;
 
+use crate::app::Registry;
+use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
-use crate::protocol::{parse_message, result_response, versions, Message};
+use crate::protocol::{parse_message, parse_value, result_response, versions, Message};
 
 /// What the outside world supplies for one request.
 #[derive(Debug, Clone, Default)]
@@ -80,56 +78,54 @@ impl Server {
         Self { config, registry }
     }
 
-    /// Handles one HTTP request (outside any Durable Object).
-    pub async fn handle(&self, req: &HttpRequest, env: &Env) -> HttpResponse {
-        self.handle_with(req, env, None, false).await
+    /// Handles one HTTP request outside any Durable Object (a test, or a
+    /// host that serves only stateless calls). The Worker goes through
+    /// [`crate::host::route`] first, which also says where stateful
+    /// requests go.
+    pub async fn handle(&self, req: &HttpRequest, env: &Env) -> Reply {
+        self.serve(req, env, None, false, None).await
     }
 
-    /// Handles a request the Worker routed to a call's Durable Object (see
-    /// [`Server::route`]); durable tools keep their journal in `durable.store`.
-    pub async fn handle_durable(
-        &self,
-        req: &HttpRequest,
-        env: &Env,
-        durable: &Durable<'_>,
-    ) -> HttpResponse {
-        self.handle_with(req, env, Some(durable), true).await
-    }
-
-    /// Handles a request the Worker forwarded to an object after its own
-    /// checks (the listen hub): Origin, Host and size are not checked again.
-    pub async fn handle_forwarded(&self, req: &HttpRequest, env: &Env) -> HttpResponse {
-        self.handle_with(req, env, None, true).await
-    }
-
-    async fn handle_with(
+    /// Serves a request. `durable`: inside a call's Durable Object.
+    /// `forwarded`: the Worker already ran the Origin/Host/size checks (the
+    /// forwarded Host is an internal one). `body`: the body, already parsed
+    /// by the router (so it is parsed once).
+    pub(crate) async fn serve(
         &self,
         req: &HttpRequest,
         env: &Env,
         durable: Option<&Durable<'_>>,
         forwarded: bool,
-    ) -> HttpResponse {
-        match self.handle_inner(req, env, durable, forwarded).await {
-            Ok(resp) => resp,
-            Err((e, id)) => error_response(&e, id.as_ref()),
+        body: Option<Value>,
+    ) -> Reply {
+        let reply = match self.serve_inner(req, env, durable, forwarded, body).await {
+            Ok(reply) => reply,
+            Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
+        };
+        if durable.is_none() {
+            return reply;
         }
+        // A call's object deletes its storage after the idle TTL; every
+        // request to it pushes that back.
+        reply.with(Effect::WakeAt(
+            env.now_ms.saturating_add(self.config.state_ttl_ms),
+        ))
     }
 
-    async fn handle_inner(
+    async fn serve_inner(
         &self,
         req: &HttpRequest,
         env: &Env,
         durable: Option<&Durable<'_>>,
         forwarded: bool,
-    ) -> Result<HttpResponse, (McpError, Option<Value>)> {
+        body: Option<Value>,
+    ) -> Result<Reply, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
-            return Ok(HttpResponse::json(
+            return Ok(Reply::new(HttpResponse::json(
                 404,
                 &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"}),
-            ));
+            )));
         }
-        // Inside a Durable Object the Worker has already run these checks
-        // (and the forwarded Host is the internal one).
         let principal = if forwarded {
             self.authenticate(req).map_err(|e| (e, None))?
         } else {
@@ -137,7 +133,11 @@ impl Server {
         };
         match req.method.as_str() {
             "POST" => {}
-            "OPTIONS" => return Ok(HttpResponse::empty(204).with_header("allow", "POST")),
+            "OPTIONS" => {
+                return Ok(Reply::new(
+                    HttpResponse::empty(204).with_header("allow", "POST"),
+                ))
+            }
             // GET opens a 2025 standalone stream and DELETE ends a 2025
             // session; neither exists on the stateless wire.
             _ => {
@@ -147,7 +147,10 @@ impl Server {
                 ))
             }
         }
-        let message = parse_message(&req.body)?;
+        let message = match body {
+            Some(v) => parse_value(v)?,
+            None => parse_message(&req.body)?,
+        };
         let ctx = Ctx {
             env,
             principal: &principal,
@@ -156,19 +159,22 @@ impl Server {
         // Requests without 2026 `_meta` that use a seed wire are served
         // there; everything else is held to the 2026-07-28 rules.
         if let Message::Request(r) = &message {
-            if !modern::has_modern_meta(r) {
+            if !request::has_modern_meta(r) {
                 let id = Some(r.id.clone());
                 if saga::is_saga(&r.method) {
                     let result = saga::handle(self, r, ClientCaps::all(), &ctx)
                         .await
                         .map_err(|e| (e, id))?;
-                    return Ok(HttpResponse::json(200, &result_response(&r.id, result)));
+                    return Ok(Reply::new(HttpResponse::json(
+                        200,
+                        &result_response(&r.id, result),
+                    )));
                 }
                 if streamless::opted_in(req, r) {
                     let message = streamless::handle(self, r, ClientCaps::all(), &ctx)
                         .await
                         .map_err(|e| (e, id))?;
-                    return Ok(HttpResponse::json(200, &message));
+                    return Ok(Reply::new(HttpResponse::json(200, &message)));
                 }
             }
         }
@@ -208,7 +214,7 @@ impl Server {
     }
 
     /// Checks `Authorization: Bearer` when API tokens are configured.
-    fn authenticate(&self, req: &HttpRequest) -> Result<Principal, McpError> {
+    pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Principal, McpError> {
         if self.config.api_tokens.is_empty() {
             return Ok(Principal::default());
         }
@@ -262,6 +268,3 @@ pub fn error_response(e: &McpError, id: Option<&Value>) -> HttpResponse {
 pub fn supported_versions() -> Vec<&'static str> {
     versions::MODERN_VERSIONS.to_vec()
 }
-
-#[cfg(test)]
-mod tests;

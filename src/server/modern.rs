@@ -5,56 +5,17 @@
 //! (`-32020`) → version supported (`-32022`) → `Mcp-Method` / `Mcp-Name`
 //! equal the body (`-32020`) → method exists (`-32601`, 404).
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
+use super::request::{MethodReply, RequestMeta};
 use super::{methods, Ctx, Server};
+use crate::effects::{Effect, Reply};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{decode_header_value, HttpRequest, HttpResponse, SseEvent};
 use crate::protocol::versions::{
     META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSIONS,
 };
-use crate::protocol::{result_response, Message, Request};
-
-/// Methods of the session era that 2026-07-28 removed.
-const REMOVED: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
-
-/// What one modern request declared in `_meta`.
-#[derive(Debug, Clone)]
-pub(crate) struct RequestMeta {
-    /// The client's capabilities for this request.
-    pub(crate) capabilities: Value,
-    /// The lowest log level wanted, if any.
-    pub(crate) log_level: Option<String>,
-    /// The progress token, if any.
-    pub(crate) progress_token: Option<Value>,
-}
-
-/// The outcome of a method: a result object plus notifications to send first.
-pub(crate) struct Reply {
-    pub(crate) result: Value,
-    pub(crate) notifications: Vec<Value>,
-    /// A `subscriptions/listen` stream: keep it open after these frames.
-    pub(crate) hold_open: bool,
-    /// The listener to register, for `subscriptions/listen`.
-    pub(crate) listen: Option<crate::http::Listen>,
-}
-
-impl Reply {
-    pub(crate) fn plain(result: Value) -> Self {
-        Self {
-            result,
-            notifications: Vec::new(),
-            hold_open: false,
-            listen: None,
-        }
-    }
-}
+use crate::protocol::{result_response, ListKind, Message, Request};
 
 type Rejection = (McpError, Option<Value>);
 
@@ -63,11 +24,13 @@ pub(super) async fn handle(
     req: &HttpRequest,
     message: Message,
     ctx: &Ctx<'_>,
-) -> Result<HttpResponse, Rejection> {
+) -> Result<Reply, Rejection> {
     check_content_headers(req)?;
     let request = match message {
         // Notifications and stray responses need no answer on this wire.
-        Message::Notification(_) | Message::Response(_) => return Ok(HttpResponse::empty(202)),
+        Message::Notification(_) | Message::Response(_) => {
+            return Ok(Reply::new(HttpResponse::empty(202)))
+        }
         Message::Request(r) => r,
     };
     let id = Some(request.id.clone());
@@ -208,65 +171,28 @@ fn check_mirrored(
     }
 }
 
-/// Builds the HTTP reply: JSON, or SSE when notifications precede the result.
-fn respond(id: &Value, reply: Reply) -> HttpResponse {
+/// Builds the reply: JSON, or SSE when notifications precede the result. List
+/// changes are not sent on this request's stream: they become effects, for
+/// every listen stream.
+fn respond(id: &Value, reply: MethodReply) -> Reply {
     let response = result_response(id, reply.result);
-    // List changes go to the listen streams, not to this request's stream.
-    let (changes, notifications): (Vec<Value>, Vec<Value>) =
-        reply.notifications.into_iter().partition(|n| {
-            n["method"]
-                .as_str()
-                .is_some_and(|m| m.ends_with("/list_changed"))
-        });
-    let list_changed = changes
-        .iter()
-        .filter_map(|n| {
-            n["method"]
-                .as_str()?
-                .strip_prefix("notifications/")?
-                .strip_suffix("/list_changed")
-        })
-        .map(str::to_string)
-        .collect();
-    let mut resp = if reply.hold_open {
-        let events = notifications.iter().map(SseEvent::message).collect();
-        HttpResponse::sse(events, true)
-    } else if notifications.is_empty() {
-        HttpResponse::json(200, &response)
-    } else {
-        let mut events: Vec<SseEvent> = notifications.iter().map(SseEvent::message).collect();
-        events.push(SseEvent::message(&response));
-        HttpResponse::sse(events, false)
-    };
-    resp.list_changed = list_changed;
-    resp.listen = reply.listen;
-    resp
-}
-
-/// Whether a request carries the 2026 `_meta` protocol version.
-pub(crate) fn has_modern_meta(request: &Request) -> bool {
-    request
-        .params
-        .get("_meta")
-        .and_then(|m| m.get(META_PROTOCOL_VERSION))
-        .is_some()
-}
-
-/// Whether `method` was removed in 2026-07-28.
-pub(crate) fn is_removed(method: &str) -> bool {
-    REMOVED.contains(&method)
-}
-
-/// Reads `params[key]` as an object (absent: empty).
-pub(crate) fn object_param(
-    params: &Map<String, Value>,
-    key: &str,
-) -> Result<Map<String, Value>, McpError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => Err(McpError::invalid_params(format!(
-            "Invalid params: {key} must be an object"
-        ))),
+    let mut changed = Vec::new();
+    let mut notifications = Vec::new();
+    for n in reply.notifications {
+        match n["method"].as_str().and_then(ListKind::from_notification) {
+            Some(kind) => changed.push(Effect::ListChanged(kind)),
+            None => notifications.push(n),
+        }
     }
+    let events = || -> Vec<SseEvent> { notifications.iter().map(SseEvent::message).collect() };
+    let out = if let Some(listen) = reply.listen {
+        Reply::new(HttpResponse::sse(events(), true)).with(Effect::Listen(listen))
+    } else if notifications.is_empty() {
+        Reply::new(HttpResponse::json(200, &response))
+    } else {
+        let mut all = events();
+        all.push(SseEvent::message(&response));
+        Reply::new(HttpResponse::sse(all, false))
+    };
+    out.with_all(changed)
 }

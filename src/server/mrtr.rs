@@ -6,7 +6,7 @@
 use serde_json::{json, Map, Value};
 
 use super::call::{run_round, state_param, RoundInput, RoundOutcome, Target};
-use super::modern::{Reply, RequestMeta};
+use super::request::{MethodReply, RequestMeta};
 use super::{Ctx, Server};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
@@ -20,7 +20,7 @@ pub(crate) async fn call(
     request: &Request,
     meta: &RequestMeta,
     ctx: &Ctx<'_>,
-) -> Result<Reply, McpError> {
+) -> Result<MethodReply, McpError> {
     let p = &request.params;
     let state = state_param(p.get("requestState"))?;
     // `inputResponses` that is not an object carries no usable answer: the
@@ -64,10 +64,9 @@ pub(crate) async fn call(
             }
         }
     };
-    Ok(Reply {
+    Ok(MethodReply {
         result,
         notifications: round.notifications,
-        hold_open: false,
         listen: None,
     })
 }

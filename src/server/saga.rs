@@ -10,7 +10,7 @@
 use serde_json::{json, Map, Value};
 
 use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
-use super::modern::object_param;
+use super::request::object_param;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, InputRequest};
 use crate::error::{ErrorKind, McpError};

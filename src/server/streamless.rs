@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 use super::call::{
     result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome, Target,
 };
-use super::modern::object_param;
+use super::request::object_param;
 use super::{Ctx, Server};
 use crate::engine::ClientCaps;
 use crate::error::McpError;

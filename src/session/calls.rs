@@ -4,9 +4,10 @@
 
 use serde_json::{json, Value};
 
+use super::events::{log_all, stream_reply};
 use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
-use super::streams::{log_all, reply};
-use super::{caps_of, progress_token, session_shape, Push, SessionReply};
+use super::{caps_of, progress_token, session_shape};
+use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Cx, Journal, Outcome};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
@@ -21,7 +22,7 @@ pub(super) async fn start(
     store: &dyn SessionStore,
     meta: &mut SessionMeta,
     r: &Request,
-) -> Result<SessionReply, McpError> {
+) -> Result<Reply, McpError> {
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
     call_target(server, &r.method, &params)?;
@@ -59,11 +60,17 @@ pub(super) async fn start(
     // response; there is nothing to resume.
     if messages.len() == 1 && call.state.is_final() && !resumable {
         let only = messages.remove(0);
-        return Ok(SessionReply::plain(HttpResponse::json(200, &only)));
+        return Ok(Reply::new(HttpResponse::json(200, &only)));
     }
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
-    Ok(reply(server, &stream, 0, events, call.state.is_final()))
+    Ok(stream_reply(
+        server,
+        &stream,
+        0,
+        events,
+        call.state.is_final(),
+    ))
 }
 
 /// Takes a client's answer to one of our requests; when it completes the
@@ -164,7 +171,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
     let cx = Cx::new(call.journal.clone(), caps)
         .with_progress_token(progress_token(&call.params))
         .with_log_level(meta.log_level.as_deref());
-    let (outcome, mut messages) = run_target(&target, cx, args).await;
+    let (outcome, mut messages) = run_target(server, &target, cx, args).await;
     let is_tool = call.method == "tools/call";
     match outcome {
         Outcome::Complete(v) => {
@@ -173,7 +180,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
         }
         Outcome::ToolFailed(m) if is_tool => {
             call.state = CallState::Completed;
-            let failed = crate::server::CallToolResult::error(m).to_json();
+            let failed = crate::app::CallToolResult::error(m).to_json();
             messages.push(result_response(&call.request_id, failed));
         }
         Outcome::ToolFailed(m) => {

@@ -8,86 +8,59 @@
 //! restart or an eviction. The answers arrive as separate POSTs; the last
 //! answer of a round runs the next one.
 //!
-//! The glue sends [`SessionReply::response`], keeps the response stream open
-//! for [`SessionReply::live`], delivers [`SessionReply::pushes`] to streams
-//! it holds open, and arms an alarm for [`SessionReply::wake_at_ms`].
+//! What the host does with a reply is in its effects: hold the response
+//! open for a stream, push events to streams held open, arm the alarm,
+//! delete the session.
 //!
 //! # Layout
 //! - `store.rs`: the session's storage trait and an in-memory store.
+//! - `events.rs`: SSE event ids, logging, the shape of stream replies.
 //! - `calls.rs`: running a call's rounds and turning them into messages.
-//! - `streams.rs`: SSE event ids, replay and the shape of stream replies.
+//! - `streams.rs`: `GET`: replay after `Last-Event-ID`, the standalone stream.
 //! - `resume.rs`: resumable requests (SEP-975) and the alarm.
 
 mod calls;
+mod events;
 mod resume;
 mod store;
 mod streams;
 
-pub use resume::on_alarm;
+pub(crate) use resume::on_alarm;
 pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
 
 use serde_json::{json, Map, Value};
 
+use crate::effects::{Effect, Reply};
 use crate::error::{ErrorKind, McpError};
-use crate::http::{HttpRequest, HttpResponse, SseEvent};
-use crate::protocol::versions::{SESSION, SESSION_OLDER};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::protocol::versions::{SESSION, SESSION_HEADER, SESSION_OLDER};
 use crate::protocol::{parse_message, result_response, Message, Request};
 use crate::server::{error_response, Env, Server};
 
-/// Session ids are sent in this header.
-pub const SESSION_HEADER: &str = "mcp-session-id";
-
-/// Messages to deliver to a stream the glue holds open.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Push {
-    /// The stream (`c<n>`).
-    pub stream: String,
-    /// The events, already logged.
-    pub events: Vec<SseEvent>,
-    /// Close the stream after them (the call is over, or polling mode).
-    pub close: bool,
-}
-
-/// What the glue does for one request to a session.
-#[derive(Debug, Clone)]
-pub struct SessionReply {
-    /// The HTTP response.
-    pub response: HttpResponse,
-    /// Hold the response stream open as a live view of this stream.
-    pub live: Option<String>,
-    /// Messages for streams held open by earlier requests.
-    pub pushes: Vec<Push>,
-    /// When the alarm should next fire (`None`: the session is gone).
-    pub wake_at_ms: Option<u64>,
-}
-
-impl SessionReply {
-    fn plain(response: HttpResponse) -> Self {
-        Self {
-            response,
-            live: None,
-            pushes: Vec::new(),
-            wake_at_ms: None,
-        }
-    }
-}
-
 /// Handles one request to session `session_id`. `new` is set when the Worker
-/// minted the id for an `initialize`.
-pub async fn handle(
+/// minted the id for an `initialize`. An unknown session gets 404 and
+/// nothing is written; a deleted one asks for its storage to go.
+pub(crate) async fn handle(
     server: &Server,
     req: &HttpRequest,
     env: &Env,
     store: &dyn SessionStore,
     session_id: &str,
     new: bool,
-) -> SessionReply {
-    let mut reply = match handle_inner(server, req, env, store, session_id, new).await {
+) -> Reply {
+    let reply = match handle_inner(server, req, env, store, session_id, new).await {
         Ok(r) => r,
-        Err((e, id)) => SessionReply::plain(error_response(&e, id.as_ref())),
+        Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
     };
-    reply.wake_at_ms = resume::next_wake(server, store).unwrap_or(None);
-    reply
+    if reply.effects.contains(&Effect::DeleteStorage) {
+        return reply;
+    }
+    // Every request to a live session pushes its alarm (idle TTL, the
+    // earliest maxWait) to where it now belongs.
+    match resume::next_wake(server, store) {
+        Ok(Some(at)) => reply.with(Effect::WakeAt(at)),
+        _ => reply,
+    }
 }
 
 type Rejection = (McpError, Option<Value>);
@@ -107,7 +80,7 @@ async fn handle_inner(
     store: &dyn SessionStore,
     session_id: &str,
     new: bool,
-) -> Result<SessionReply, Rejection> {
+) -> Result<Reply, Rejection> {
     let meta = store.meta().map_err(|e| (e, None))?;
     if new {
         return initialize(server, req, env, store, session_id).map_err(|e| (e, None));
@@ -129,10 +102,7 @@ async fn handle_inner(
         "GET" => streams::get(server, req, env, store, &meta)
             .await
             .map_err(|e| (e, None)),
-        "DELETE" => {
-            store.delete_all().map_err(|e| (e, None))?;
-            Ok(SessionReply::plain(HttpResponse::empty(204)))
-        }
+        "DELETE" => Ok(Reply::new(HttpResponse::empty(204)).with(Effect::DeleteStorage)),
         "POST" => post(server, req, env, store, meta).await,
         _ => Err((
             McpError::new(ErrorKind::MethodNotAllowed, "Method not allowed"),
@@ -152,7 +122,7 @@ fn initialize(
     env: &Env,
     store: &dyn SessionStore,
     session_id: &str,
-) -> Result<SessionReply, McpError> {
+) -> Result<Reply, McpError> {
     let Message::Request(r) = parse_message(&req.body).map_err(|(e, _)| e)? else {
         return Err(McpError::invalid_request(
             "Invalid Request: expected initialize",
@@ -202,7 +172,7 @@ fn initialize(
     }
     let response = HttpResponse::json(200, &result_response(&r.id, result))
         .with_header(SESSION_HEADER, session_id);
-    Ok(SessionReply::plain(response))
+    Ok(Reply::new(response))
 }
 
 async fn post(
@@ -211,18 +181,17 @@ async fn post(
     env: &Env,
     store: &dyn SessionStore,
     mut meta: SessionMeta,
-) -> Result<SessionReply, Rejection> {
+) -> Result<Reply, Rejection> {
     let message = parse_message(&req.body)?;
-    let accepted = || SessionReply::plain(HttpResponse::empty(202));
+    let accepted = |pushes: Vec<crate::effects::Push>| {
+        Reply::new(HttpResponse::empty(202)).with_all(pushes.into_iter().map(Effect::Push))
+    };
     match message {
         Message::Response(r) => {
             let pushes = calls::answer(server, env, store, &meta, &r.id, r.outcome)
                 .await
                 .map_err(|e| (e, None))?;
-            Ok(SessionReply {
-                pushes,
-                ..accepted()
-            })
+            Ok(accepted(pushes))
         }
         Message::Notification(n) => {
             let mut pushes = Vec::new();
@@ -231,16 +200,13 @@ async fn post(
                     pushes = calls::cancel(store, id).map_err(|e| (e, None))?;
                 }
             }
-            Ok(SessionReply {
-                pushes,
-                ..accepted()
-            })
+            Ok(accepted(pushes))
         }
         Message::Request(r) => match request(server, req, env, store, &mut meta, &r).await {
             Ok(reply) => Ok(reply),
             // A method's error is a JSON-RPC response like any other; HTTP
             // error statuses are for the transport (session, headers, body).
-            Err(e) => Ok(SessionReply::plain(HttpResponse::json(
+            Err(e) => Ok(Reply::new(HttpResponse::json(
                 200,
                 &e.to_response(Some(&r.id)),
             ))),
@@ -255,10 +221,8 @@ async fn request(
     store: &dyn SessionStore,
     meta: &mut SessionMeta,
     r: &Request,
-) -> Result<SessionReply, McpError> {
-    let ok = |result: Value| {
-        SessionReply::plain(HttpResponse::json(200, &result_response(&r.id, result)))
-    };
+) -> Result<Reply, McpError> {
+    let ok = |result: Value| Reply::new(HttpResponse::json(200, &result_response(&r.id, result)));
     match r.method.as_str() {
         "initialize" => Err(McpError::invalid_request(
             "Invalid Request: the session is already initialized",

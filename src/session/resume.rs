@@ -10,9 +10,9 @@
 
 use serde_json::{json, Map, Value};
 
+use super::events::{event_id, logged, stream_reply};
 use super::store::{CallState, SessionCall, SessionStore};
-use super::streams::{event_id, logged, reply};
-use super::SessionReply;
+use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::Request;
@@ -82,7 +82,7 @@ pub(super) fn resume(
     env: &Env,
     store: &dyn SessionStore,
     r: &Request,
-) -> Result<SessionReply, McpError> {
+) -> Result<Reply, McpError> {
     let mut call = find(
         store,
         &r.id,
@@ -100,7 +100,7 @@ pub(super) fn resume(
         .iter()
         .map(|(l, m)| logged(&call.stream, *l, m))
         .collect::<Vec<_>>();
-    Ok(reply(
+    Ok(stream_reply(
         server,
         &call.stream,
         call.confirmed_lsn,
@@ -130,23 +130,22 @@ pub(super) fn next_wake(
 }
 
 /// The alarm: cancels calls whose `maxWait` passed, deletes an idle session.
-/// Idempotent (alarms are at-least-once). Returns the next wake time.
-pub fn on_alarm(
+/// Idempotent (alarms are at-least-once). Returns what to do next: wake
+/// again, or delete the object's storage.
+pub(crate) fn on_alarm(
     server: &Server,
     store: &dyn SessionStore,
     now_ms: u64,
-) -> Result<Option<u64>, McpError> {
+) -> Result<Effect, McpError> {
     let Some(meta) = store.meta()? else {
-        store.delete_all()?;
-        return Ok(None);
+        return Ok(Effect::DeleteStorage);
     };
     if now_ms
         >= meta
             .last_seen_ms
             .saturating_add(server.config.session_ttl_ms)
     {
-        store.delete_all()?;
-        return Ok(None);
+        return Ok(Effect::DeleteStorage);
     }
     for mut c in store.calls()? {
         if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
@@ -164,5 +163,5 @@ pub fn on_alarm(
             }
         }
     }
-    next_wake(server, store)
+    Ok(next_wake(server, store)?.map_or(Effect::DeleteStorage, Effect::WakeAt))
 }

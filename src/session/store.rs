@@ -106,8 +106,6 @@ pub trait SessionStore {
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError>;
     /// Every call.
     fn calls(&self) -> Result<Vec<SessionCall>, McpError>;
-    /// Deletes everything (the session ends).
-    fn delete_all(&self) -> Result<(), McpError>;
 }
 
 /// A `SessionStore` in memory, for tests.
@@ -170,12 +168,5 @@ impl SessionStore for MemorySessionStore {
 
     fn calls(&self) -> Result<Vec<SessionCall>, McpError> {
         Ok(self.calls.borrow().values().cloned().collect())
-    }
-
-    fn delete_all(&self) -> Result<(), McpError> {
-        *self.meta.borrow_mut() = None;
-        self.events.borrow_mut().clear();
-        self.calls.borrow_mut().clear();
-        Ok(())
     }
 }

@@ -1,132 +1,109 @@
 //! The Cloudflare glue (wasm32 only): translation, no protocol decisions.
 //!
-//! `fetch` turns a `worker::Request` into an [`HttpRequest`], builds the
-//! server from the Worker's vars and secrets, asks it where the request is
-//! served ([`Route`]), and either serves it here or forwards it to a Durable
-//! Object, then turns the [`HttpResponse`] back.
+//! [`crate::entry!`] expands, in the user's crate, to the `fetch` event and
+//! the `McpObject` Durable Object class; both call in here. The server is
+//! built once per isolate (configuration from the Worker's vars and
+//! secrets, tools from the user's entry function), then every request is
+//! converted, handed to [`crate::host`], and the reply's effects applied.
 //!
 //! # Layout
-//! - `mod.rs`: the fetch entry and request/response conversion.
-//! - `object.rs`: the `McpObject` Durable Object class (a call or a session).
-//! - `call_store.rs`, `session_store.rs`: their SQLite storage.
+//! - `mod.rs`: the fetch entry and the server built once per isolate.
+//! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`].
+//! - `object.rs`: the Durable Object: stores, open streams, applying effects.
+//! - `call_store.rs`, `session_store.rs`: SQLite storage.
 
 mod call_store;
+mod convert;
 mod object;
 mod session_store;
 
-use futures_channel::mpsc::UnboundedReceiver;
-use futures_util::stream;
-use worker::{event, Context, Env, Headers, Method, Request, RequestInit, Response, Result};
+use std::cell::RefCell;
+use std::rc::Rc;
 
-use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
-use crate::server::{Config, Route, Server};
+use worker::{Env, Request, Response, Result};
 
-/// How often a held-open SSE stream sends `: keepalive`.
-const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
+pub use object::Object;
 
-/// The header that carries the call id from the Worker to the call's object.
-pub(crate) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
-/// The header that carries the session id from the Worker to the session's object.
-pub(crate) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
-/// Set by the Worker when it minted the session id for an `initialize`.
-pub(crate) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
-/// Set on requests to the listen hub: `listen` or `broadcast`.
-pub(crate) const HUB_HEADER: &str = "x-durable-mcp-hub";
-/// Internal headers: set by the Worker only, dropped when a client sends them.
-const INTERNAL_HEADERS: [&str; 4] = [
-    CALL_ID_HEADER,
-    SESSION_ID_HEADER,
-    SESSION_NEW_HEADER,
-    HUB_HEADER,
-];
-/// The name of the object holding every `subscriptions/listen` stream.
-const HUB: &str = "hub";
+use crate::app::{Bindings, Registry};
+use crate::effects::Effect;
+use crate::error::McpError;
+use crate::host::{self, Route};
+use crate::http::HttpRequest;
+use crate::server::{error_response, Config, Server};
+use convert::{to_http_request, to_object_request, to_worker_response};
 
-#[event(start)]
-fn start() {
-    // Panics are bugs; at least make them readable in `wrangler tail`.
-    console_error_panic_hook::set_once();
+/// The user's entry function, as the macro passes it.
+pub type Build = fn(&Bindings) -> std::result::Result<Registry, String>;
+
+thread_local! {
+    /// The server of this isolate: built on the first request, then shared
+    /// by every request and object in it (vars and secrets do not change
+    /// within an isolate; a deploy starts new isolates).
+    static SERVER: RefCell<Option<Rc<Server>>> = const { RefCell::new(None) };
 }
 
-#[event(fetch)]
-async fn fetch(req: Request, env: Env, _ctx: Context) -> Result<Response> {
+/// The isolate's server, built on first use.
+pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Server>, McpError> {
+    if let Some(s) = SERVER.with(|s| s.borrow().clone()) {
+        return Ok(s);
+    }
+    // Panics are bugs; at least make them readable in `wrangler tail`.
+    console_error_panic_hook::set_once();
+    let bindings = Bindings::from_env(env.clone());
+    let config = Config::from_lookup(|name| bindings.var(name))
+        .map_err(|e| McpError::internal(format!("server misconfigured: {e}")))?;
+    let registry = build(&bindings)
+        .map_err(|e| McpError::internal(format!("the entry function failed: {e}")))?;
+    let server = Rc::new(Server::new(config, registry));
+    SERVER.with(|s| *s.borrow_mut() = Some(server.clone()));
+    Ok(server)
+}
+
+/// The Worker's `fetch` event.
+pub async fn fetch(req: Request, env: Env, build: Build) -> Result<Response> {
     let http = match to_http_request(req).await {
         Ok(r) => r,
         Err(e) => return Response::error(format!("unreadable request: {e}"), 400),
     };
-    let config = match config_from_env(&env) {
-        Ok(c) => c,
+    let server = match server(&env, build) {
+        Ok(s) => s,
         Err(e) => {
-            worker::console_error!("configuration error: {e}");
-            let err = crate::error::McpError::internal(format!("server misconfigured: {e}"));
-            return to_worker_response(crate::server::error_response(&err, None), None);
+            worker::console_error!("{}", e.message);
+            return to_worker_response(error_response(&e, None), None);
         }
     };
-    let server = Server::new(config.clone(), crate::tools::registry(config.fixtures));
-    let env_now = request_env();
-    let (name, internal) = match server.route(&http, &env_now) {
-        Route::Local => {
-            let resp = server.handle(&http, &env_now).await;
-            broadcast(&env, &resp.list_changed).await;
-            return to_worker_response(resp, None);
+    let now = request_env();
+    match host::route(&server, &http, &now) {
+        Route::Local(local) => {
+            let reply = host::serve_local(&server, &http, &now, local).await;
+            // The only effect a stateless request has: list changes.
+            broadcast(&env, &reply.effects).await;
+            to_worker_response(reply.response, None)
         }
-        Route::Object { name, call_id } => (name, vec![(CALL_ID_HEADER, call_id)]),
-        Route::Hub { name } => (name, vec![(HUB_HEADER, "listen".to_string())]),
-        Route::Session {
-            name,
-            session_id,
-            new,
-        } => {
-            let mut h = vec![(SESSION_ID_HEADER, session_id)];
-            if new {
-                h.push((SESSION_NEW_HEADER, "1".to_string()));
-            }
-            (name, h)
-        }
-    };
-    let stub = env
-        .durable_object("MCP_OBJECTS")?
-        .id_from_name(&name)?
-        .get_stub()?;
-    stub.fetch_with_request(to_object_request(&http, &internal)?)
-        .await
+        Route::Object { name, request } => forward(&env, &name, &request).await,
+    }
 }
 
-/// Tells the listen hub which lists changed (a no-op when none did). A
-/// failure is logged, not returned: the request itself succeeded.
-pub(crate) async fn broadcast(env: &Env, kinds: &[String]) {
+/// Sends a request to the object called `name`.
+pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<Response> {
+    let stub = env
+        .durable_object(object::BINDING)?
+        .id_from_name(name)?
+        .get_stub()?;
+    stub.fetch_with_request(to_object_request(req)?).await
+}
+
+/// Applies `ListChanged` effects: tells the listen hub. A failure is
+/// logged, not returned: the request itself succeeded.
+pub(crate) async fn broadcast(env: &Env, effects: &[Effect]) {
+    let kinds = host::changed_lists(effects);
     if kinds.is_empty() {
         return;
     }
-    let send = async {
-        let http = HttpRequest {
-            method: "POST".into(),
-            path: "/mcp".into(),
-            headers: Vec::new(),
-            body: serde_json::to_vec(kinds).unwrap_or_default(),
-        };
-        let req = to_object_request(&http, &[(HUB_HEADER, "broadcast".to_string())])?;
-        let stub = env
-            .durable_object("MCP_OBJECTS")?
-            .id_from_name(HUB)?
-            .get_stub()?;
-        stub.fetch_with_request(req).await.map(|_| ())
-    };
-    if let Err(e) = send.await {
+    let (name, req) = host::hub_broadcast(&kinds);
+    if let Err(e) = forward(env, name, &req).await {
         worker::console_error!("list-changed broadcast failed: {e}");
     }
-}
-
-/// Reads the configuration from vars (wrangler.toml) and secrets (`.dev.vars`
-/// locally, `wrangler secret put` when deployed).
-pub(crate) fn config_from_env(env: &Env) -> std::result::Result<Config, String> {
-    Config::from_lookup(|name| {
-        env.secret(name)
-            .map(|s| s.to_string())
-            .or_else(|_| env.var(name).map(|v| v.to_string()))
-            .ok()
-            .filter(|s| !s.is_empty())
-    })
 }
 
 /// The clock and fresh randomness for one request.
@@ -139,98 +116,4 @@ pub(crate) fn request_env() -> crate::server::Env {
         now_ms: worker::Date::now().as_millis(),
         random,
     }
-}
-
-pub(crate) async fn to_http_request(mut req: Request) -> Result<HttpRequest> {
-    let method = req.method().to_string().to_ascii_uppercase();
-    let path = req.path();
-    let headers = req
-        .headers()
-        .entries()
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect();
-    let body = if method == "GET" || method == "HEAD" {
-        Vec::new()
-    } else {
-        req.bytes().await?
-    };
-    Ok(HttpRequest {
-        method,
-        path,
-        headers,
-        body,
-    })
-}
-
-/// The request forwarded to a Durable Object: the original plus the internal
-/// headers (any such header from the client is dropped).
-fn to_object_request(http: &HttpRequest, internal: &[(&str, String)]) -> Result<Request> {
-    let headers = Headers::new();
-    for (k, v) in &http.headers {
-        if !INTERNAL_HEADERS.contains(&k.as_str()) {
-            headers.append(k, v)?;
-        }
-    }
-    for (k, v) in internal {
-        headers.set(k, v)?;
-    }
-    let method = match http.method.as_str() {
-        "GET" => Method::Get,
-        "DELETE" => Method::Delete,
-        _ => Method::Post,
-    };
-    let mut init = RequestInit::new();
-    init.with_method(method).with_headers(headers);
-    if !http.body.is_empty() {
-        init.with_body(Some(js_sys::Uint8Array::from(http.body.as_slice()).into()));
-    }
-    Request::new_with_init("https://durable-mcp.internal/mcp", &init)
-}
-
-/// Converts a response. `live`: for a held-open session stream, the channel
-/// later events arrive on (the stream ends when its sender is dropped).
-pub(crate) fn to_worker_response(
-    resp: HttpResponse,
-    live: Option<UnboundedReceiver<Vec<u8>>>,
-) -> Result<Response> {
-    let headers = Headers::new();
-    for (k, v) in &resp.headers {
-        headers.append(k, v)?;
-    }
-    let out = match resp.body {
-        Body::Empty => Response::empty()?,
-        Body::Bytes(b) => Response::from_bytes(b)?,
-        Body::Sse(events) => Response::from_bytes(encode_all(&events).into_bytes())?,
-        Body::SseOpen(events) => {
-            Response::from_stream(held_open(encode_all(&events).into_bytes(), live))?
-        }
-    };
-    Ok(out.with_status(resp.status).with_headers(headers))
-}
-
-/// A held-open SSE stream: the first bytes, then whatever arrives on `live`,
-/// with a keepalive comment after 25 s of silence. It ends when the sender is
-/// dropped (the call finished, or the stream was closed); without `live` it
-/// runs until the client goes away (the runtime cancels it then).
-fn held_open(
-    first: Vec<u8>,
-    live: Option<UnboundedReceiver<Vec<u8>>>,
-) -> impl futures_util::Stream<Item = Result<Vec<u8>>> {
-    use futures_util::future::{select, Either};
-    use futures_util::StreamExt;
-    stream::unfold((Some(first), live), |(first, live)| async move {
-        if let Some(bytes) = first {
-            return Some((Ok(bytes), (None, live)));
-        }
-        let tick = worker::Delay::from(KEEPALIVE_EVERY);
-        let Some(mut rx) = live else {
-            tick.await;
-            return Some((Ok(KEEPALIVE.as_bytes().to_vec()), (None, None)));
-        };
-        match select(rx.next(), tick).await {
-            Either::Left((Some(bytes), _)) => Some((Ok(bytes), (None, Some(rx)))),
-            Either::Left((None, _)) => None,
-            Either::Right(_) => Some((Ok(KEEPALIVE.as_bytes().to_vec()), (None, Some(rx)))),
-        }
-    })
 }

@@ -1,5 +1,9 @@
 //! The session's storage over Durable Object SQLite. `exec` is synchronous,
-//! so the sans-IO session code can use it without awaiting.
+//! so the sans-IO session code can use it without awaiting. The tables are
+//! made on the first write, so an object asked about a session that does
+//! not exist stores nothing.
+
+use std::cell::Cell;
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -17,6 +21,8 @@ const SCHEMA: [&str; 4] = [
 
 pub(crate) struct SqliteSessionStore {
     sql: SqlStorage,
+    /// Whether the tables exist.
+    made: Cell<bool>,
 }
 
 fn err(e: impl std::fmt::Display) -> McpError {
@@ -35,15 +41,13 @@ struct EventRow {
 }
 
 impl SqliteSessionStore {
-    pub(crate) fn new(sql: SqlStorage) -> Result<Self, McpError> {
-        for stmt in SCHEMA {
-            sql.exec(stmt, None).map_err(err)?;
-        }
-        Ok(Self { sql })
+    pub(crate) fn new(sql: SqlStorage) -> Self {
+        let made = Cell::new(Self::exists(&sql));
+        Self { sql, made }
     }
 
-    /// Whether this object holds a session (the alarm asks).
-    pub(crate) fn exists(sql: &SqlStorage) -> bool {
+    /// Whether this object holds session tables.
+    fn exists(sql: &SqlStorage) -> bool {
         #[derive(Deserialize)]
         struct Name {
             #[allow(dead_code)]
@@ -57,7 +61,21 @@ impl SqliteSessionStore {
         .is_ok_and(|rows| !rows.is_empty())
     }
 
+    /// Makes the tables before the first write.
+    fn make(&self) -> Result<(), McpError> {
+        if !self.made.get() {
+            for stmt in SCHEMA {
+                self.sql.exec(stmt, None).map_err(err)?;
+            }
+            self.made.set(true);
+        }
+        Ok(())
+    }
+
     fn json_rows(&self, query: &str, bind: Vec<SqlStorageValue>) -> Result<Vec<String>, McpError> {
+        if !self.made.get() {
+            return Ok(Vec::new());
+        }
         let rows: Vec<JsonRow> = self
             .sql
             .exec(query, bind)
@@ -76,6 +94,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn put_meta(&self, meta: &SessionMeta) -> Result<(), McpError> {
+        self.make()?;
         let json = serde_json::to_string(meta).map_err(err)?;
         self.sql
             .exec(
@@ -87,6 +106,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
+        self.make()?;
         #[derive(Deserialize)]
         struct Lsn {
             lsn: f64,
@@ -105,6 +125,9 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn events_after(&self, stream: &str, after: u64) -> Result<Vec<(u64, Value)>, McpError> {
+        if !self.made.get() {
+            return Ok(Vec::new());
+        }
         let after = i64::try_from(after).unwrap_or(i64::MAX);
         let rows: Vec<EventRow> = self
             .sql
@@ -130,6 +153,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {
+        self.make()?;
         let json = serde_json::to_string(call).map_err(err)?;
         self.sql
             .exec(
@@ -145,14 +169,5 @@ impl SessionStore for SqliteSessionStore {
             .iter()
             .map(|j| serde_json::from_str(j).map_err(err))
             .collect()
-    }
-
-    fn delete_all(&self) -> Result<(), McpError> {
-        for table in ["session_events", "session_calls", "session_meta"] {
-            self.sql
-                .exec(&format!("DROP TABLE IF EXISTS {table}"), None)
-                .map_err(err)?;
-        }
-        Ok(())
     }
 }

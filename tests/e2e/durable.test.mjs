@@ -225,7 +225,7 @@ describe('durable deploy across restarts, lost storage and races', () => {
 /** Tables in the call objects' SQLite files under a persist directory. */
 async function callTables(persistTo) {
   const { DatabaseSync } = await import('node:sqlite');
-  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-McpObject');
+  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-fixtures-McpObject');
   if (!existsSync(dir)) return [];
   const tables = [];
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {

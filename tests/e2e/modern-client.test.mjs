@@ -1,6 +1,6 @@
 // The official TypeScript client (@modelcontextprotocol/client 2.4.0), pinned
 // to 2026-07-28, against one `wrangler dev` running the built worker with the
-// conformance fixtures (FIXTURES=1).
+// conformance fixtures (the fixtures worker).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,7 +12,7 @@ import { MODERN, META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES, META_SERVER_IN
 const ROOT = resolve(import.meta.dirname, '../..');
 const CRATE_VERSION = /^\s*version\s*=\s*"([^"]+)"/m.exec(readFileSync(resolve(ROOT, 'Cargo.toml'), 'utf8'))[1];
 
-// Every tool the worker registers with FIXTURES=1 (src/tools/examples.rs, src/tools/fixtures.rs).
+// Every tool the fixtures worker registers (tests/fixtures-worker/src/examples.rs, fixtures.rs).
 const EXAMPLE_TOOLS = ['add', 'deploy'];
 const FIXTURE_TOOLS = [
   'json_schema_2020_12_tool',
@@ -135,7 +135,8 @@ test('calling add returns the sum as text and as structuredContent', async () =>
   const r = await main.client.callTool({ name: 'add', arguments: { a: 2, b: 3.5 } });
   assert.equal(r.isError ?? false, false);
   assert.deepEqual(r.structuredContent, { sum: 5.5 });
-  assert.deepEqual(r.content, [{ type: 'text', text: '5.5' }]);
+  // The same JSON as a text block, for clients that read only content.
+  assert.deepEqual(r.content, [{ type: 'text', text: '{"sum":5.5}' }]);
   const sent = main.wire.findLast((w) => w.mcpMethod === 'tools/call');
   assert.equal(sent.mcpName, 'add', 'the client mirrored the tool name in Mcp-Name');
 });

@@ -498,7 +498,7 @@ test('a request not resumed within maxWait is cancelled', { timeout: 120_000 }, 
 
 /** The McpObject SQLite files wrangler dev writes under --persist-to. */
 function objectFiles(persistTo) {
-  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-McpObject');
+  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-fixtures-McpObject');
   if (!existsSync(dir)) return [];
   return readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite').map((f) => join(dir, f));
 }

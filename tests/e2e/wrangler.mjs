@@ -28,24 +28,30 @@ export function freshPersistDir() {
 }
 
 /**
- * Starts `wrangler dev` on the built worker (DMCP_SKIP_BUILD=1: the test
- * script built it once). Resolves when /mcp answers.
- * @param {{persistTo?: string, port?: number, vars?: Record<string,string>}} opts
+ * Starts `wrangler dev` (by default on the fixtures worker, built once by the
+ * test script: DMCP_SKIP_BUILD=1). Resolves when /mcp answers.
+ * @param {{persistTo?: string, port?: number, vars?: Record<string,string>,
+ *   cwd?: string, env?: Record<string,string>, startupMs?: number}} opts
+ *   cwd: a worker directory with its own wrangler.toml (it then builds
+ *   itself, as `wrangler dev` does for a user); env: extra environment.
  */
 export async function startWrangler(opts = {}) {
   const port = opts.port ?? (await freePort());
   const persistTo = opts.persistTo ?? freshPersistDir();
-  const vars = { FIXTURES: '1', ...(opts.vars ?? {}) };
+  const vars = opts.vars ?? {};
   const args = [WRANGLER, 'dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistTo,
     '--show-interactive-dev-session=false', '--inspector-port', String(await freePort())];
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`);
   const logPath = join(persistTo, `wrangler-${port}.log`);
   const log = openSync(logPath, 'a');
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    cwd: opts.cwd ?? ROOT,
     detached: true, // its own process group, so stop() also ends workerd
     stdio: ['ignore', log, log],
-    env: { ...process.env, DMCP_SKIP_BUILD: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
+    env: {
+      ...process.env, DMCP_SKIP_BUILD: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false',
+      ...(opts.env ?? {}),
+    },
   });
   const url = `http://127.0.0.1:${port}/mcp`;
   const server = {
@@ -59,7 +65,7 @@ export async function startWrangler(opts = {}) {
       clearTimeout(timer);
     },
   };
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + (opts.startupMs ?? 120_000);
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
     try {

@@ -3,11 +3,11 @@
 
 use serde_json::{json, Value};
 
-use super::{assert_error, Harness, Reply};
-use crate::http::HttpRequest;
-use crate::session::SessionStore;
+use crate::{assert_error, Harness, Reply};
+use durable_mcp::http::HttpRequest;
+use durable_mcp::testing::TestServer;
 
-fn post(h: &mut Harness, session: Option<&str>, body: Value) -> Reply {
+fn post(h: &mut TestServer, session: Option<&str>, body: Value) -> Reply {
     let mut headers = vec![
         ("host".to_string(), "localhost:8787".to_string()),
         ("content-type".to_string(), "application/json".to_string()),
@@ -28,7 +28,7 @@ fn post(h: &mut Harness, session: Option<&str>, body: Value) -> Reply {
     })
 }
 
-fn get(h: &mut Harness, session: &str, last_event_id: Option<&str>) -> Reply {
+fn get(h: &mut TestServer, session: &str, last_event_id: Option<&str>) -> Reply {
     let mut headers = vec![
         ("host".to_string(), "localhost:8787".to_string()),
         ("mcp-session-id".to_string(), session.to_string()),
@@ -45,7 +45,7 @@ fn get(h: &mut Harness, session: &str, last_event_id: Option<&str>) -> Reply {
     })
 }
 
-fn initialize(h: &mut Harness, caps: Value) -> String {
+fn initialize(h: &mut TestServer, caps: Value) -> String {
     let r = post(
         h,
         None,
@@ -250,7 +250,7 @@ fn resumable_requests_report_resume_and_expire() {
     assert_eq!(r.events[0]["params"]["requestId"], 5);
     assert_eq!(r.events[1]["method"], "elicitation/create");
 
-    let status = |h: &mut Harness| {
+    let status = |h: &mut TestServer| {
         post(
             h,
             Some(&sid),
@@ -284,10 +284,7 @@ fn resumable_requests_report_resume_and_expire() {
 
     // Silence past maxWait: the alarm cancels the call.
     h.now_ms += h.server.config.resume_max_wait_ms + 1;
-    let now = h.now_ms;
-    for store in h.sessions.values() {
-        crate::session::on_alarm(&h.server, store, now).expect("alarm");
-    }
+    h.fire_alarms();
     let r = status(&mut h);
     assert_eq!(r.json["result"]["status"], "cancelled", "{}", r.json);
     let r = post(
@@ -333,17 +330,28 @@ fn an_idle_session_is_deleted_after_its_ttl() {
     let mut h = Harness::new();
     let sid = initialize(&mut h, json!({"elicitation": {}}));
     post(&mut h, Some(&sid), deploy_call());
-    let store_events = |h: &Harness| h.sessions.values().map(|s| s.event_count()).sum::<usize>();
+    let store_events = |h: &TestServer| {
+        h.objects
+            .values()
+            .map(|o| o.session.event_count())
+            .sum::<usize>()
+    };
     assert!(store_events(&h) > 0);
-    h.now_ms += h.server.config.session_ttl_ms;
-    let now = h.now_ms;
-    for store in h.sessions.values() {
-        assert_eq!(
-            crate::session::on_alarm(&h.server, store, now).expect("alarm"),
-            None
-        );
-        assert!(store.meta().expect("meta").is_none());
-    }
+    let name = format!("session:{sid}");
+    let alarm = h.objects[&name]
+        .alarm_at
+        .expect("the session armed its alarm");
+    assert_eq!(alarm, h.now_ms + h.server.config.session_ttl_ms);
+    // Not due yet: nothing happens.
+    h.now_ms = alarm - 1;
+    h.fire_alarms();
+    assert!(h.objects.contains_key(&name));
+    h.now_ms = alarm;
+    h.fire_alarms();
+    assert!(
+        !h.objects.contains_key(&name),
+        "the object's storage is deleted"
+    );
     assert_eq!(store_events(&h), 0, "storage gone");
     let r = post(
         &mut h,

@@ -1,184 +1,16 @@
-//! What a server offers: tools, resources, resource templates and prompts.
-//!
-//! Each entry holds its metadata (what `*/list` shows) and a handler run by
-//! the replay engine, so resources and prompts can ask the client for input
-//! just like tools.
+//! Everything a server offers, and the state its handlers share.
 
+use std::any::Any;
 use std::rc::Rc;
 
-use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
+use super::tool::Tool;
 use crate::engine::{boxed, BoxedHandler, Handler};
-
-/// The result of a tool call.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CallToolResult {
-    /// Content blocks (`text`, `image`, `audio`, `resource_link`, `resource`).
-    pub content: Vec<Value>,
-    /// Machine-readable output, matching the tool's `outputSchema`.
-    pub structured_content: Option<Value>,
-    /// True when the tool failed (the model sees the content as an error).
-    pub is_error: bool,
-    /// `_meta` of the result (tool chaining puts `nextTool` here).
-    pub meta: Option<Map<String, Value>>,
-}
-
-impl CallToolResult {
-    /// A result with these content blocks.
-    pub fn new(content: Vec<Value>) -> Self {
-        Self {
-            content,
-            ..Self::default()
-        }
-    }
-
-    /// A failed result with one text block.
-    pub fn error(message: impl Into<String>) -> Self {
-        Self {
-            content: vec![content::text(message)],
-            is_error: true,
-            ..Self::default()
-        }
-    }
-
-    /// Adds `structuredContent`.
-    pub fn with_structured(mut self, value: Value) -> Self {
-        self.structured_content = Some(value);
-        self
-    }
-
-    /// The JSON result object (without `resultType`, which the wire adds).
-    pub fn to_json(&self) -> Value {
-        let mut v = json!({"content": self.content});
-        if let Some(s) = &self.structured_content {
-            v["structuredContent"] = s.clone();
-        }
-        if self.is_error {
-            v["isError"] = json!(true);
-        }
-        if let Some(m) = &self.meta {
-            v["_meta"] = Value::Object(m.clone());
-        }
-        v
-    }
-}
-
-/// A tool result with one text block: `Ok(text("done"))`.
-pub fn text(s: impl Into<String>) -> CallToolResult {
-    CallToolResult::new(vec![content::text(s)])
-}
-
-/// Content block constructors.
-pub mod content {
-    use serde_json::{json, Value};
-
-    /// `{type: "text", text}`.
-    pub fn text(s: impl Into<String>) -> Value {
-        json!({"type": "text", "text": s.into()})
-    }
-
-    /// `{type: "image", data (base64), mimeType}`.
-    pub fn image(base64: &str, mime_type: &str) -> Value {
-        json!({"type": "image", "data": base64, "mimeType": mime_type})
-    }
-
-    /// `{type: "audio", data (base64), mimeType}`.
-    pub fn audio(base64: &str, mime_type: &str) -> Value {
-        json!({"type": "audio", "data": base64, "mimeType": mime_type})
-    }
-
-    /// An embedded text resource.
-    pub fn embedded_text(uri: &str, mime_type: &str, text: &str) -> Value {
-        json!({"type": "resource", "resource": {"uri": uri, "mimeType": mime_type, "text": text}})
-    }
-
-    /// A link to a resource.
-    pub fn resource_link(uri: &str, name: &str) -> Value {
-        json!({"type": "resource_link", "uri": uri, "name": name})
-    }
-}
 
 /// Completes one argument: `(argument name, partial value, other arguments)`
 /// to candidate values.
 pub type Completer = Rc<dyn Fn(&str, &str, &Map<String, Value>) -> Vec<String>>;
-
-/// A tool.
-pub struct Tool {
-    pub(crate) name: String,
-    pub(crate) meta: Map<String, Value>,
-    pub(crate) handler: BoxedHandler<CallToolResult>,
-    pub(crate) durable: bool,
-}
-
-impl Tool {
-    /// A tool named `name` run by `handler`, an `async fn(&mut Cx, Args) ->
-    /// Result<CallToolResult, ToolError>` whose `Args` deserialize from the
-    /// call's arguments. Its input schema defaults to an open object.
-    pub fn new<A, H>(name: &str, handler: H) -> Self
-    where
-        A: DeserializeOwned + 'static,
-        H: Handler<A, CallToolResult>,
-    {
-        let mut meta = Map::new();
-        meta.insert("name".into(), json!(name));
-        meta.insert("inputSchema".into(), json!({"type": "object"}));
-        Self {
-            name: name.to_string(),
-            meta,
-            handler: boxed(handler),
-            durable: false,
-        }
-    }
-
-    /// Sets the description shown to the model.
-    pub fn description(self, d: &str) -> Self {
-        self.set("description", json!(d))
-    }
-
-    /// Sets the human-facing title.
-    pub fn title(self, t: &str) -> Self {
-        self.set("title", json!(t))
-    }
-
-    /// Sets the JSON Schema of the arguments.
-    pub fn input_schema(self, schema: Value) -> Self {
-        self.set("inputSchema", schema)
-    }
-
-    /// Sets the JSON Schema of `structuredContent`.
-    pub fn output_schema(self, schema: Value) -> Self {
-        self.set("outputSchema", schema)
-    }
-
-    /// Sets annotations (`readOnlyHint`, …).
-    pub fn annotations(self, a: Value) -> Self {
-        self.set("annotations", a)
-    }
-
-    /// Keeps the call's journal in a Durable Object between rounds (durable
-    /// mode) rather than only in the sealed state token.
-    pub fn durable(mut self) -> Self {
-        self.durable = true;
-        self
-    }
-
-    /// Sets any other field of the tool's listing.
-    pub fn set(mut self, key: &str, value: Value) -> Self {
-        self.meta.insert(key.into(), value);
-        self
-    }
-
-    /// The tool's name.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// Its `tools/list` entry.
-    pub fn listing(&self) -> Value {
-        Value::Object(self.meta.clone())
-    }
-}
 
 /// A resource at a fixed URI.
 pub struct Resource {
@@ -331,12 +163,22 @@ pub struct Registry {
     pub(crate) resources: Vec<Resource>,
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Prompt>,
+    pub(crate) state: Option<Rc<dyn Any>>,
 }
 
 impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Shares `state` with every handler: `cx.state::<S>()` returns it.
+    /// Build it from the Worker's secrets and bindings in your entry
+    /// function; it lives as long as the isolate. One value: put several
+    /// things in one struct.
+    pub fn state<S: 'static>(&mut self, state: S) -> &mut Self {
+        self.state = Some(Rc::new(state));
+        self
     }
 
     /// Adds (or replaces) a tool.

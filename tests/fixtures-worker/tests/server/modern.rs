@@ -2,9 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::{assert_error, set, Harness};
-use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
-use crate::token::KeyRing;
+use crate::{assert_error, set, Harness};
+use durable_mcp::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
+use durable_mcp::token::KeyRing;
 
 // ---- framing and transport errors ----
 

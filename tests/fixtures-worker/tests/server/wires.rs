@@ -3,10 +3,11 @@
 
 use serde_json::{json, Value};
 
-use super::{assert_error, Harness};
-use crate::http::HttpRequest;
+use crate::{assert_error, Harness};
+use durable_mcp::http::HttpRequest;
+use durable_mcp::testing::TestServer;
 
-fn seed_post(h: &mut Harness, body: Value) -> super::Reply {
+fn seed_post(h: &mut TestServer, body: Value) -> crate::Reply {
     h.send(HttpRequest {
         method: "POST".into(),
         path: "/mcp".into(),

@@ -6,14 +6,15 @@ use std::rc::Rc;
 
 use serde_json::{json, Value};
 
-use super::{assert_error, Harness};
-use crate::engine::{form, Cx, ToolError};
-use crate::server::{text, CallToolResult, Tool};
-use crate::store::{CallStatus, CallStore};
-use crate::token::KeyRing;
+use crate::{assert_error, Harness};
+use durable_mcp::engine::{form, Cx, ToolError};
+use durable_mcp::store::{CallStatus, CallStore};
+use durable_mcp::testing::TestServer;
+use durable_mcp::token::KeyRing;
+use durable_mcp::{text, CallToolResult, Tool};
 
 /// A harness with a durable tool whose `once` effect is counted.
-fn with_counter() -> (Harness, Rc<Cell<u32>>) {
+fn with_counter() -> (TestServer, Rc<Cell<u32>>) {
     let mut h = Harness::new();
     let effects = Rc::new(Cell::new(0));
     let counter = effects.clone();
@@ -29,7 +30,7 @@ fn with_counter() -> (Harness, Rc<Cell<u32>>) {
                     })
                     .await?;
                 let a = cx
-                    .elicit(
+                    .elicit_with(
                         "confirm",
                         form("Confirm?", json!({"type": "object", "properties": {}})),
                     )
@@ -43,7 +44,7 @@ fn with_counter() -> (Harness, Rc<Cell<u32>>) {
     (h, effects)
 }
 
-fn first_round(h: &mut Harness) -> String {
+fn first_round(h: &mut TestServer) -> String {
     let r = h.call("tools/call", json!({"name": "book", "arguments": {}}));
     assert_eq!(
         r.json["result"]["resultType"], "input_required",
@@ -56,7 +57,7 @@ fn first_round(h: &mut Harness) -> String {
         .to_string()
 }
 
-fn answer(h: &mut Harness, state: &str) -> super::Reply {
+fn answer(h: &mut TestServer, state: &str) -> crate::Reply {
     h.call(
         "tools/call",
         json!({"name": "book", "arguments": {}, "requestState": state,
@@ -90,11 +91,11 @@ fn a_concurrent_retry_of_a_running_round_conflicts() {
     let (mut h, effects) = with_counter();
     let state = first_round(&mut h);
     // Another isolate claimed this round a moment ago.
-    for store in h.objects.values() {
-        let mut call = store.load().expect("load").expect("stored");
+    for object in h.objects.values() {
+        let mut call = object.call.load().expect("load").expect("stored");
         call.status = CallStatus::Running;
         call.claimed_at_ms = h.now_ms;
-        store.save(&call).expect("save");
+        object.call.save(&call).expect("save");
     }
     let r = answer(&mut h, &state);
     assert_error(&r, 409, -32602);

@@ -1,6 +1,6 @@
 //! The conformance suite's fixtures (`@modelcontextprotocol/conformance`,
 //! `examples/servers/typescript/everything-server.ts`): exact names and
-//! outputs, because the scenarios check them. Served only with `FIXTURES=1`.
+//! outputs, because the scenarios check them.
 //!
 //! The fixture server keeps its MRTR tools as hand-written state machines;
 //! here they are ordinary tool bodies on the replay engine, so the same
@@ -8,9 +8,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::engine::{Cx, ToolError};
-use crate::server::{
-    content, text, CallToolResult, Prompt, Registry, Resource, ResourceTemplate, Tool,
+use durable_mcp::{
+    content, text, CallToolResult, Cx, ListKind, LogLevel, Prompt, Registry, Resource,
+    ResourceTemplate, Tool, ToolError,
 };
 
 /// A 1×1 red PNG.
@@ -21,7 +21,7 @@ const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 type Out = Result<CallToolResult, ToolError>;
 
 /// Registers every fixture.
-pub(super) fn register(r: &mut Registry) {
+pub(crate) fn register(r: &mut Registry) {
     content_tools(r);
     interactive_tools(r);
     mrtr_tools(r);
@@ -98,7 +98,7 @@ fn content_tools(r: &mut Registry) {
                     "Tool processing data",
                     "Tool execution completed",
                 ] {
-                    cx.log("info", json!(m));
+                    cx.log(LogLevel::Info, json!(m));
                 }
                 Ok(text("Tool with logging executed successfully"))
             },
@@ -129,7 +129,7 @@ fn content_tools(r: &mut Registry) {
     );
     r.tool(
         Tool::new("test_logging_tool", async |cx: &mut Cx, _: Value| -> Out {
-            cx.log("info", json!("Diagnostic trace logging activated"));
+            cx.log(LogLevel::Info, json!("Diagnostic trace logging activated"));
             Ok(text("Logging evaluated"))
         })
         .description("Diagnostic logging validator tool")
@@ -217,8 +217,8 @@ fn interactive_tools(r: &mut Registry) {
         .input_schema(empty_schema()),
     );
     for (name, kind) in [
-        ("test_trigger_tool_change", "tools"),
-        ("test_trigger_prompt_change", "prompts"),
+        ("test_trigger_tool_change", ListKind::Tools),
+        ("test_trigger_prompt_change", ListKind::Prompts),
     ] {
         r.tool(
             Tool::new(name, async move |cx: &mut Cx, _: Value| -> Out {
@@ -226,7 +226,8 @@ fn interactive_tools(r: &mut Registry) {
                 Ok(text("Mutation triggered"))
             })
             .description(&format!(
-                "Announces that the {kind} list changed, to every subscriptions/listen stream"
+                "Announces that the {} list changed, to every subscriptions/listen stream",
+                kind.as_str()
             ))
             .input_schema(empty_schema()),
         );
@@ -266,7 +267,7 @@ fn interactive_tools(r: &mut Registry) {
                 // On the stateless wire the question travels inside an
                 // input_required result, never as a request on the stream.
                 let answer = cx
-                    .elicit("streaming", name_form("What is your name?"))
+                    .elicit_with("streaming", name_form("What is your name?"))
                     .await?;
                 Ok(text(format!("Streaming complete ({})", answer.action)))
             },
@@ -285,7 +286,7 @@ fn non_empty(s: String, fallback: &str) -> String {
 }
 
 async fn elicit_report(cx: &mut Cx, key: &str, params: Value, label: &str) -> Out {
-    match cx.elicit(key, params).await {
+    match cx.elicit_with(key, params).await {
         Ok(r) => {
             let content = r.content.map(Value::Object).unwrap_or_else(|| json!({}));
             Ok(text(format!(
@@ -321,7 +322,7 @@ fn mrtr_tools(r: &mut Registry) {
             "test_input_required_result_elicitation",
             async |cx: &mut Cx, _: Value| -> Out {
                 let a = cx
-                    .elicit("user_name", name_form("What is your name?"))
+                    .elicit_with("user_name", name_form("What is your name?"))
                     .await?;
                 Ok(text(format!(
                     "Hello, {}!",
@@ -365,7 +366,7 @@ fn mrtr_tools(r: &mut Registry) {
             "test_input_required_result_request_state",
             async |cx: &mut Cx, _: Value| -> Out {
                 let a = cx
-                    .elicit("confirm", string_form("Please confirm", "ok", "boolean"))
+                    .elicit_with("confirm", string_form("Please confirm", "ok", "boolean"))
                     .await?;
                 Ok(text(if a.field::<bool>("ok") == Some(true) {
                     "state-ok: requestState validated"
@@ -381,7 +382,7 @@ fn mrtr_tools(r: &mut Registry) {
             "test_input_required_result_multiple_inputs",
             async |cx: &mut Cx, _: Value| -> Out {
                 // Asked before any await: all three go out in one round.
-                let name = cx.elicit("user_name", name_form("What is your name?"));
+                let name = cx.elicit_with("user_name", name_form("What is your name?"));
                 let greeting = cx.sample("greeting", ask_text("Generate a greeting", 50));
                 let roots = cx.roots("client_roots");
                 let (name, greeting, roots) = (name.await?, greeting.await?, roots.await?);
@@ -400,10 +401,10 @@ fn mrtr_tools(r: &mut Registry) {
             "test_input_required_result_multi_round",
             async |cx: &mut Cx, _: Value| -> Out {
                 let n = cx
-                    .elicit("step1", name_form("Step 1: What is your name?"))
+                    .elicit_with("step1", name_form("Step 1: What is your name?"))
                     .await?;
                 let c = cx
-                    .elicit(
+                    .elicit_with(
                         "step2",
                         string_form("Step 2: What is your favorite color?", "color", "string"),
                     )
@@ -421,7 +422,7 @@ fn mrtr_tools(r: &mut Registry) {
         Tool::new(
             "test_input_required_result_tampered_state",
             async |cx: &mut Cx, _: Value| -> Out {
-                cx.elicit("confirm", string_form("Please confirm", "ok", "boolean"))
+                cx.elicit_with("confirm", string_form("Please confirm", "ok", "boolean"))
                     .await?;
                 Ok(text("integrity-ok: state verified"))
             },
@@ -437,7 +438,7 @@ fn mrtr_tools(r: &mut Registry) {
                 if caps.elicitation {
                     asks.push((
                         "elicit_input",
-                        cx.elicit(
+                        cx.elicit_with(
                             "elicit_input",
                             string_form("Elicitation input", "value", "string"),
                         )
@@ -576,7 +577,7 @@ fn prompts(r: &mut Registry) {
             "test_input_required_result_prompt",
             async |cx: &mut Cx, _: Value| {
                 let a = cx
-                    .elicit(
+                    .elicit_with(
                         "user_context",
                         string_form("What context should the prompt use?", "context", "string"),
                     )

@@ -1,0 +1,216 @@
+//! A durable-mcp server: MCP tools on Cloudflare Workers that can stop in
+//! the middle of a call to ask the client something, and carry on later
+//! with nothing lost across requests, restarts and deploys.
+//!
+//! - `deploy` asks the user where to deploy (a typed form), asks the
+//!   client's model whether now is a good time (sampling), opens a change
+//!   ticket exactly once (`cx.once`), and reports. It runs durably: between
+//!   rounds its progress lives in a Durable Object.
+//! - `add` adds two numbers and answers with structured output.
+//!
+//! The ticket webhook comes from the Worker's configuration
+//! (`TICKET_WEBHOOK`, a var or secret), never from a tool argument.
+
+use durable_mcp::{
+    ask, outbound, text, Bindings, CallToolResult, Cx, Elicitation, Json, Registry, Tool, ToolError,
+};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+/// What the tools share, read once per isolate from vars and secrets.
+pub struct Settings {
+    /// Where change tickets are opened; `None`: tickets are made up locally.
+    pub ticket_webhook: Option<String>,
+}
+
+/// Deploys a service: asks where, checks with the model that now is a good
+/// time, opens a change ticket once, and reports.
+#[derive(Deserialize, JsonSchema)]
+pub struct DeployArgs {
+    /// The service to deploy.
+    pub service: String,
+}
+
+/// Where a deployment goes.
+#[derive(Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum Target {
+    /// The staging environment.
+    Staging,
+    /// Production.
+    Production,
+}
+
+impl Target {
+    fn name(self) -> &'static str {
+        match self {
+            Target::Staging => "staging",
+            Target::Production => "production",
+        }
+    }
+}
+
+/// The form the user fills in.
+#[derive(Deserialize, JsonSchema)]
+pub struct Where {
+    /// Where to deploy.
+    pub target: Target,
+}
+
+async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolError> {
+    let service = &args.service;
+    let form = cx
+        .elicit::<Where>("target", format!("Where should {service} be deployed?"))
+        .await?;
+    let Elicitation::Accepted(Where { target }) = form else {
+        return Ok(text(format!(
+            "Deployment of {service} cancelled by the user."
+        )));
+    };
+    let target = target.name();
+    let verdict = cx
+        .sample(
+            "safety",
+            ask(
+                format!("Is it safe to deploy {service} to {target} right now? Answer yes or no."),
+                50,
+            ),
+        )
+        .await?;
+    if !verdict.text().to_ascii_lowercase().contains("yes") {
+        return Ok(text(format!(
+            "Not deploying {service} to {target}: the model said {:?}.",
+            verdict.text()
+        )));
+    }
+    let webhook = cx.state::<Settings>()?.ticket_webhook.clone();
+    // A side effect runs once per call: a replay gets the recorded ticket.
+    let ticket: String = cx
+        .once("ticket", async || {
+            open_ticket(webhook, service, target).await
+        })
+        .await?;
+    Ok(text(format!(
+        "Deployed {service} to {target} (ticket {ticket})."
+    )))
+}
+
+/// Opens a change ticket with the webhook, or makes one up without it.
+async fn open_ticket(
+    webhook: Option<String>,
+    service: &str,
+    target: &str,
+) -> Result<String, ToolError> {
+    let Some(url) = webhook else {
+        return Ok(format!("LOCAL-{service}-{target}"));
+    };
+    let answer =
+        outbound::post_json(&url, &json!({"service": service, "target": target}), &[]).await?;
+    answer["ticket"]
+        .as_str()
+        .map(str::to_string)
+        .ok_or_else(|| ToolError::failed("the ticket webhook answered without a ticket"))
+}
+
+/// Adds two numbers.
+#[derive(Deserialize, JsonSchema)]
+pub struct AddArgs {
+    /// The first number.
+    pub a: f64,
+    /// The second number.
+    pub b: f64,
+}
+
+/// A sum.
+#[derive(Serialize, JsonSchema)]
+pub struct Sum {
+    /// `a + b`.
+    pub sum: f64,
+}
+
+async fn add(_: &mut Cx, args: AddArgs) -> Result<Json<Sum>, ToolError> {
+    Ok(Json(Sum {
+        sum: args.a + args.b,
+    }))
+}
+
+/// The server: called once per isolate with the Worker's vars and secrets.
+pub fn server(env: &Bindings) -> Registry {
+    let mut r = Registry::new();
+    r.state(Settings {
+        ticket_webhook: env.var("TICKET_WEBHOOK"),
+    })
+    .tool(
+        Tool::new("deploy", deploy)
+            .title("Deploy a service")
+            .durable(),
+    )
+    .tool(Tool::new("add", add));
+    r
+}
+
+durable_mcp::entry!(server);
+
+#[cfg(test)]
+mod tests {
+    use durable_mcp::testing::TestServer;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn deploy_asks_where_then_the_model_then_finishes() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let r = s.call_tool("deploy", json!({"service": "api"}), json!({}));
+        let res = &r.json["result"];
+        assert_eq!(res["resultType"], "input_required", "{}", r.json);
+        let form = &res["inputRequests"]["target"]["params"];
+        assert_eq!(form["message"], "Where should api be deployed?");
+        assert_eq!(
+            form["requestedSchema"]["properties"]["target"]["oneOf"],
+            json!([{"const": "staging", "title": "The staging environment."},
+                   {"const": "production", "title": "Production."}])
+        );
+        let state = res["requestState"].clone();
+        let r = s.call_tool(
+            "deploy",
+            json!({"service": "api"}),
+            json!({"requestState": state, "inputResponses":
+                {"target": {"action": "accept", "content": {"target": "staging"}}}}),
+        );
+        let state = r.json["result"]["requestState"].clone();
+        let r = s.call_tool(
+            "deploy",
+            json!({"service": "api"}),
+            json!({"requestState": state, "inputResponses":
+                {"safety": {"role": "assistant", "content": {"type": "text", "text": "yes"}}}}),
+        );
+        assert_eq!(
+            r.json["result"]["content"][0]["text"],
+            "Deployed api to staging (ticket LOCAL-api-staging).",
+            "{}",
+            r.json
+        );
+    }
+
+    #[test]
+    fn tools_list_shows_schemas_derived_from_the_types() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let r = s.call("tools/list", json!({}));
+        let tools = r.json["result"]["tools"].as_array().expect("tools").clone();
+        let deploy = tools
+            .iter()
+            .find(|t| t["name"] == "deploy")
+            .expect("deploy");
+        assert_eq!(
+            deploy["inputSchema"]["properties"]["service"]["description"],
+            "The service to deploy."
+        );
+        assert!(deploy["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Deploys a service")));
+        let add = tools.iter().find(|t| t["name"] == "add").expect("add");
+        assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "number");
+    }
+}

@@ -1,0 +1,137 @@
+//! One reply out of the core: the HTTP response plus the effects the host
+//! must apply. The Worker glue and the test harness apply the same list the
+//! same way and decide nothing: every protocol decision is made here, in
+//! the sans-IO core, before the effects exist.
+
+use serde_json::{json, Map, Value};
+
+use crate::http::{HttpResponse, SseEvent};
+use crate::protocol::versions::META_SUBSCRIPTION_ID;
+use crate::protocol::ListKind;
+
+/// What the core answers to one request (or one alarm).
+#[must_use = "a reply's effects must be applied: dropping them loses list changes, streams and alarms"]
+#[derive(Debug, Clone)]
+pub struct Reply {
+    /// The HTTP response to send.
+    pub response: HttpResponse,
+    /// What the host does besides sending it, in order.
+    pub effects: Vec<Effect>,
+}
+
+/// Something the host does for the core.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    /// A list changed: tell the listen hub (the object named
+    /// [`crate::server::HUB`]) with [`crate::server::hub_broadcast`].
+    ListChanged(ListKind),
+    /// Hub only: keep this response open as a `subscriptions/listen` stream
+    /// and remember what it listens for.
+    Listen(Listen),
+    /// Hub only: send every held listen stream the frames
+    /// [`Listen::frames_for`] gives for these changes; forget the streams
+    /// whose clients went away.
+    Fanout(Vec<ListKind>),
+    /// Keep this response open as the live view of session stream `0`:
+    /// later [`Effect::Push`]es to that stream are written to it.
+    HoldOpen(String),
+    /// Write events to the streams held open for a session stream.
+    Push(Push),
+    /// Arm this object's alarm for this time (ms since the epoch); it
+    /// replaces any earlier one.
+    WakeAt(u64),
+    /// Delete this object's storage and close its open streams.
+    DeleteStorage,
+}
+
+/// Events for a session stream the host holds open.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Push {
+    /// The stream (`c<n>`, or `_` for the standalone stream).
+    pub stream: String,
+    /// The events, already logged.
+    pub events: Vec<SseEvent>,
+    /// Close the stream after them (the call is over, or polling mode).
+    pub close: bool,
+}
+
+/// A `subscriptions/listen` stream: what it asked to hear.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Listen {
+    /// The listen request's id, which tags every frame.
+    pub subscription_id: Value,
+    /// The notifications asked for (`toolsListChanged`, …).
+    pub filter: Map<String, Value>,
+}
+
+impl Listen {
+    /// The frames this listener gets for `changes`: one
+    /// `notifications/<kind>/list_changed` per kind it asked for.
+    pub fn frames_for(&self, changes: &[ListKind]) -> Vec<SseEvent> {
+        changes
+            .iter()
+            .filter(|kind| {
+                let wanted = format!("{}ListChanged", kind.as_str());
+                self.filter.get(&wanted) == Some(&Value::Bool(true))
+            })
+            .map(|kind| {
+                SseEvent::message(&json!({
+                    "jsonrpc": "2.0",
+                    "method": kind.notification_method(),
+                    "params": {"_meta": {META_SUBSCRIPTION_ID: self.subscription_id}},
+                }))
+            })
+            .collect()
+    }
+}
+
+impl Reply {
+    /// A reply with no effects.
+    pub fn new(response: HttpResponse) -> Self {
+        Self {
+            response,
+            effects: Vec::new(),
+        }
+    }
+
+    /// Adds an effect.
+    pub fn with(mut self, effect: Effect) -> Self {
+        self.effects.push(effect);
+        self
+    }
+
+    /// Adds effects.
+    pub fn with_all(mut self, effects: impl IntoIterator<Item = Effect>) -> Self {
+        self.effects.extend(effects);
+        self
+    }
+
+    /// The session stream to hold this response open for, if any.
+    pub fn held_open(&self) -> Option<&str> {
+        self.effects.iter().find_map(|e| match e {
+            Effect::HoldOpen(s) => Some(s.as_str()),
+            _ => None,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_listener_hears_only_the_lists_it_asked_for() {
+        let mut filter = Map::new();
+        filter.insert("toolsListChanged".into(), json!(true));
+        filter.insert("promptsListChanged".into(), json!(false));
+        let l = Listen {
+            subscription_id: json!(9),
+            filter,
+        };
+        let frames = l.frames_for(&[ListKind::Tools, ListKind::Prompts, ListKind::Resources]);
+        assert_eq!(frames.len(), 1);
+        let frame: Value = serde_json::from_str(&frames[0].data).expect("json");
+        assert_eq!(frame["method"], "notifications/tools/list_changed");
+        assert_eq!(frame["params"]["_meta"][META_SUBSCRIPTION_ID], 9);
+    }
+}

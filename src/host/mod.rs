@@ -1,0 +1,18 @@
+//! Hosting the server on Durable Objects, sans-IO: which object serves a
+//! request ([`route`]), what an object does with a request
+//! ([`handle_in_object`]) and with its alarm ([`alarm`]), and how list
+//! changes reach the listen hub ([`hub_broadcast`]).
+//!
+//! The Worker glue (`worker/`) and the test harness ([`crate::testing`])
+//! both call these and apply the effects they return the same way; neither
+//! decides anything.
+//!
+//! # Layout
+//! - `route.rs`: where a request is served; the internal headers objects read.
+//! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
+
+mod object;
+mod route;
+
+pub use object::{alarm, changed_lists, handle_in_object, hub_broadcast, Stores};
+pub use route::{route, serve_local, Local, Route, HUB};

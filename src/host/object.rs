@@ -1,0 +1,96 @@
+//! Inside a Durable Object. One class serves three kinds of instance, told
+//! apart by the internal header the Worker set ([`super::route`]):
+//!
+//! - `call:<id>`: one durable call (its journal, claims, idle TTL);
+//! - `session:<id>`: one 2025-11-25 session (its calls and event log);
+//! - `hub`: every `subscriptions/listen` stream, and the fan-out of list
+//!   changes to them.
+
+use super::route::{CALL_ID_HEADER, HUB, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER};
+use crate::effects::{Effect, Reply};
+use crate::error::McpError;
+use crate::http::{HttpRequest, HttpResponse};
+use crate::protocol::ListKind;
+use crate::server::{error_response, Durable, Env, Server};
+use crate::session::SessionStore;
+use crate::store::CallStore;
+
+/// An object's storage, as the two kinds of stateful instance see it. Both
+/// are views of the same object storage; neither writes until it must, so
+/// an object that serves nothing stores nothing.
+pub struct Stores<'a> {
+    /// A durable call's storage.
+    pub call: &'a dyn CallStore,
+    /// A session's storage.
+    pub session: &'a dyn SessionStore,
+}
+
+/// Serves a request the Worker forwarded to this object.
+pub async fn handle_in_object(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    stores: &Stores<'_>,
+) -> Reply {
+    match req.header(HUB_HEADER) {
+        Some("listen") => return server.serve(req, env, None, true, None).await,
+        Some("broadcast") => {
+            let kinds: Vec<ListKind> = serde_json::from_slice(&req.body).unwrap_or_default();
+            return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(kinds));
+        }
+        _ => {}
+    }
+    if let Some(session_id) = req.header(SESSION_ID_HEADER) {
+        let new = req.header(SESSION_NEW_HEADER).is_some();
+        return crate::session::handle(server, req, env, stores.session, session_id, new).await;
+    }
+    let Some(call_id) = req.header(CALL_ID_HEADER) else {
+        let e = McpError::invalid_request(
+            "Invalid Request: objects are reached only through the Worker",
+        );
+        return Reply::new(error_response(&e, None));
+    };
+    let durable = Durable {
+        call_id: call_id.to_string(),
+        store: stores.call,
+    };
+    server.serve(req, env, Some(&durable), true, None).await
+}
+
+/// The object's alarm: a session cancels calls past their `maxWait` and
+/// goes when idle; a call's object (idle past its TTL) goes.
+pub fn alarm(server: &Server, stores: &Stores<'_>, now_ms: u64) -> Result<Vec<Effect>, McpError> {
+    if stores.session.meta()?.is_some() {
+        return Ok(vec![crate::session::on_alarm(
+            server,
+            stores.session,
+            now_ms,
+        )?]);
+    }
+    // Alarms are at-least-once: deleting what is already gone is fine.
+    Ok(vec![Effect::DeleteStorage])
+}
+
+/// The request that tells the hub (the object named `HUB`) which lists
+/// changed, so it fans them out to its listen streams.
+pub fn hub_broadcast(kinds: &[ListKind]) -> (&'static str, HttpRequest) {
+    let body = serde_json::to_vec(kinds).unwrap_or_default();
+    let req = HttpRequest {
+        method: "POST".into(),
+        path: "/mcp".into(),
+        headers: vec![(HUB_HEADER.to_string(), "broadcast".to_string())],
+        body,
+    };
+    (HUB, req)
+}
+
+/// The list kinds of a reply's `ListChanged` effects (what to broadcast).
+pub fn changed_lists(effects: &[Effect]) -> Vec<ListKind> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ListChanged(k) => Some(*k),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,212 @@
+//! Which requests the Worker hands to a Durable Object.
+//!
+//! - A 2025-11-25 session lives in the object named by its `Mcp-Session-Id`;
+//!   a session-era `initialize` mints the id.
+//! - Calls of durable tools live in an object named by their call id: a fresh
+//!   id for a new call, or the id inside the (MAC-verified) state the client
+//!   sent back.
+//! - `subscriptions/listen` streams live in the hub.
+//!
+//! Everything else is served by the stateless Worker. The body is parsed
+//! once, here, and handed on with [`Route::Local`].
+
+use serde_json::Value;
+
+use crate::effects::Reply;
+use crate::http::HttpRequest;
+use crate::protocol::versions::{META_PROTOCOL_VERSION, SESSION_HEADER};
+use crate::server::{new_call_id, Env, Server};
+use crate::token;
+
+/// The name of the object holding every `subscriptions/listen` stream.
+pub const HUB: &str = "hub";
+
+/// Internal headers: set on requests forwarded to an object, dropped when a
+/// client sends them. The object's code trusts them because only the
+/// Worker can reach an object.
+pub(super) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
+pub(super) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
+/// Set when the Worker minted the session id for an `initialize`.
+pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
+/// `listen` or `broadcast`, on requests to the hub.
+pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
+const INTERNAL_HEADERS: [&str; 4] = [
+    CALL_ID_HEADER,
+    SESSION_ID_HEADER,
+    SESSION_NEW_HEADER,
+    HUB_HEADER,
+];
+
+/// Where a request is served.
+#[derive(Debug, Clone)]
+pub enum Route {
+    /// Here, statelessly: pass it to [`serve_local`].
+    Local(Local),
+    /// In the Durable Object named `name`: send it `request`.
+    Object {
+        /// The object's name (`call:<id>`, `session:<id>`, `hub`).
+        name: String,
+        /// The request to forward (the internal headers set).
+        request: HttpRequest,
+    },
+}
+
+/// A request to serve in the Worker, with what routing already learned.
+#[derive(Debug, Clone)]
+pub struct Local {
+    body: Option<Value>,
+}
+
+/// Serves a [`Route::Local`] request.
+pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: Local) -> Reply {
+    server.serve(req, env, None, false, local.body).await
+}
+
+/// Decides where `req` is served. Anything unusual (bad JSON, bad state, an
+/// unknown tool, an HTTP method no object serves) stays local, where it gets
+/// its proper error.
+pub fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
+    let body = if req.method == "POST" {
+        serde_json::from_slice::<Value>(&req.body).ok()
+    } else {
+        None
+    };
+    match object_for(server, req, env, body.as_ref()) {
+        Some((name, internal)) => Route::Object {
+            name,
+            request: forwarded(req, &internal),
+        },
+        None => Route::Local(Local { body }),
+    }
+}
+
+/// The object and its internal headers, or `None` to serve locally.
+fn object_for(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    msg: Option<&Value>,
+) -> Option<(String, Vec<(&'static str, String)>)> {
+    // The objects trust the Worker's checks: anything that fails them
+    // stays here and gets its error. Objects serve GET, POST and DELETE
+    // only; anything else is refused here (405).
+    if req.path != "/mcp"
+        || !matches!(req.method.as_str(), "GET" | "POST" | "DELETE")
+        || server.precheck(req).is_err()
+    {
+        return None;
+    }
+    if let Some(id) = req.header(SESSION_HEADER) {
+        let id = id.trim();
+        // Ids we mint are hex; anything else cannot name a session.
+        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            return None;
+        }
+        return Some((
+            format!("session:{id}"),
+            vec![(SESSION_ID_HEADER, id.to_string())],
+        ));
+    }
+    let msg = msg?;
+    if msg["method"] == "subscriptions/listen" {
+        return Some((HUB.to_string(), vec![(HUB_HEADER, "listen".to_string())]));
+    }
+    // A session-era `initialize` (no 2026 `_meta`) starts a session.
+    let modern = msg["params"]["_meta"].get(META_PROTOCOL_VERSION).is_some();
+    if msg["method"] == "initialize" && msg.get("id").is_some() && !modern {
+        let session_id = new_call_id(env);
+        return Some((
+            format!("session:{session_id}"),
+            vec![
+                (SESSION_ID_HEADER, session_id),
+                (SESSION_NEW_HEADER, "1".to_string()),
+            ],
+        ));
+    }
+    let params = &msg["params"];
+    let state = |v: &Value| v.as_str().map(str::to_string);
+    let (tool, state) = match msg["method"].as_str() {
+        Some("tools/call") => (
+            params["name"].as_str().map(str::to_string),
+            state(&params["requestState"]).or_else(|| state(&msg["requestState"])),
+        ),
+        Some("tools/callSaga") => (params["name"].as_str().map(str::to_string), None),
+        Some("tools/resumeSaga") => {
+            let token = params["sagaToken"].as_str().unwrap_or_default();
+            let claims = token::open_unbound(&server.config.keys, token, env.now_ms).ok()?;
+            (Some(claims.target), Some(token.to_string()))
+        }
+        _ => return None,
+    };
+    let durable = tool
+        .and_then(|name| server.registry.find_tool(&name).map(|t| t.durable))
+        .unwrap_or(false);
+    if !durable {
+        return None;
+    }
+    let call_id = match state {
+        None => new_call_id(env),
+        Some(s) => match token::open_unbound(&server.config.keys, &s, env.now_ms) {
+            Ok(c) if c.durable => c.sid,
+            _ => return None,
+        },
+    };
+    Some((format!("call:{call_id}"), vec![(CALL_ID_HEADER, call_id)]))
+}
+
+/// The request an object gets: the client's, less any internal header it
+/// sent, plus the Worker's.
+fn forwarded(req: &HttpRequest, internal: &[(&str, String)]) -> HttpRequest {
+    let mut headers: Vec<(String, String)> = req
+        .headers
+        .iter()
+        .filter(|(k, _)| !INTERNAL_HEADERS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    headers.extend(internal.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    HttpRequest {
+        method: req.method.clone(),
+        path: "/mcp".into(),
+        headers,
+        body: req.body.clone(),
+    }
+}
+
+/// A client cannot reach an object with headers it made up.
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::app::Registry;
+    use crate::server::Config;
+
+    #[test]
+    fn internal_headers_from_a_client_are_dropped_and_odd_methods_stay_local() {
+        let server = Server::new(Config::default(), Registry::new());
+        let env = Env::default();
+        let mut req = HttpRequest::post(
+            "/mcp",
+            &[
+                ("mcp-session-id", "abc123"),
+                (CALL_ID_HEADER, "forged"),
+                (SESSION_NEW_HEADER, "1"),
+            ],
+            "{}",
+        );
+        match route(&server, &req, &env) {
+            Route::Object { name, request } => {
+                assert_eq!(name, "session:abc123");
+                assert_eq!(request.header(CALL_ID_HEADER), None);
+                assert_eq!(request.header(SESSION_NEW_HEADER), None);
+                assert_eq!(request.header(SESSION_ID_HEADER), Some("abc123"));
+            }
+            Route::Local(_) => panic!("a session request goes to its object"),
+        }
+        for method in ["PUT", "PATCH", "HEAD", "OPTIONS"] {
+            req.method = method.into();
+            assert!(
+                matches!(route(&server, &req, &env), Route::Local(_)),
+                "{method} must not reach a session object"
+            );
+        }
+    }
+}

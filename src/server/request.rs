@@ -1,0 +1,76 @@
+//! What the method handlers share: a modern request's `_meta`, the shape of
+//! a method's reply, and small parameter readers. A leaf: the wire modules
+//! and the methods both use it, and it uses neither.
+
+use serde_json::{Map, Value};
+
+use crate::effects::Listen;
+use crate::error::McpError;
+use crate::protocol::versions::META_PROTOCOL_VERSION;
+use crate::protocol::Request;
+
+/// Methods of the session era that 2026-07-28 removed.
+const REMOVED: [&str; 5] = [
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+];
+
+/// What one modern request declared in `_meta`.
+#[derive(Debug, Clone)]
+pub(crate) struct RequestMeta {
+    /// The client's capabilities for this request.
+    pub(crate) capabilities: Value,
+    /// The lowest log level wanted, if any.
+    pub(crate) log_level: Option<String>,
+    /// The progress token, if any.
+    pub(crate) progress_token: Option<Value>,
+}
+
+/// The outcome of a method: a result object plus notifications to send first.
+pub(crate) struct MethodReply {
+    pub(crate) result: Value,
+    pub(crate) notifications: Vec<Value>,
+    /// A `subscriptions/listen` stream to keep open after these frames.
+    pub(crate) listen: Option<Listen>,
+}
+
+impl MethodReply {
+    pub(crate) fn plain(result: Value) -> Self {
+        Self {
+            result,
+            notifications: Vec::new(),
+            listen: None,
+        }
+    }
+}
+
+/// Whether a request carries the 2026 `_meta` protocol version.
+pub(crate) fn has_modern_meta(request: &Request) -> bool {
+    request
+        .params
+        .get("_meta")
+        .and_then(|m| m.get(META_PROTOCOL_VERSION))
+        .is_some()
+}
+
+/// Whether `method` was removed in 2026-07-28.
+pub(crate) fn is_removed(method: &str) -> bool {
+    REMOVED.contains(&method)
+}
+
+/// Reads `params[key]` as an object (absent: empty).
+pub(crate) fn object_param(
+    params: &Map<String, Value>,
+    key: &str,
+) -> Result<Map<String, Value>, McpError> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m.clone()),
+        Some(_) => Err(McpError::invalid_params(format!(
+            "Invalid params: {key} must be an object"
+        ))),
+    }
+}

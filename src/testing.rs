@@ -1,0 +1,311 @@
+//! A test server: your registry on the host, routed and hosted the way the
+//! Worker does it, with in-memory Durable Objects and a clock you move.
+//!
+//! [`TestServer`] calls the same [`crate::host`] functions as the Worker
+//! glue and applies the same effects (objects' storage, alarms, held-open
+//! streams, the listen hub), so a test exercises everything but the
+//! network and SQLite.
+//!
+//! ```
+//! use durable_mcp::testing::TestServer;
+//! use durable_mcp::{Cx, Registry, Tool, ToolError};
+//!
+//! async fn hello(_: &mut Cx, _: serde_json::Value) -> Result<String, ToolError> {
+//!     Ok("hello".into())
+//! }
+//!
+//! let mut r = Registry::new();
+//! r.tool(Tool::new("hello", hello));
+//! let mut server = TestServer::new(r);
+//! let reply = server.call_tool("hello", serde_json::json!({}), serde_json::json!({}));
+//! assert_eq!(reply.json["result"]["content"][0]["text"], "hello");
+//! ```
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::app::Registry;
+use crate::effects::{Effect, Listen, Push, Reply};
+use crate::engine::block_on;
+use crate::host::{self, Route, Stores};
+use crate::http::{encode_header_value, AllowList, Body, HttpRequest};
+use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
+use crate::server::{Config, Env, Server};
+use crate::session::MemorySessionStore;
+use crate::store::MemoryStore;
+use crate::token::KeyRing;
+
+/// One in-memory Durable Object.
+#[derive(Debug, Default)]
+pub struct TestObject {
+    /// Its storage as a durable call sees it.
+    pub call: MemoryStore,
+    /// Its storage as a session sees it.
+    pub session: MemorySessionStore,
+    /// When its alarm fires next (ms since the epoch).
+    pub alarm_at: Option<u64>,
+}
+
+/// The server, its objects and what the host did for them.
+pub struct TestServer {
+    /// The server (change `config` or `registry` between requests freely).
+    pub server: Server,
+    /// The fake clock, in ms since the epoch.
+    pub now_ms: u64,
+    next_random: u8,
+    /// Durable Objects by name (`call:<id>`, `session:<id>`).
+    pub objects: BTreeMap<String, TestObject>,
+    /// What requests pushed to held-open session streams, in order.
+    pub pushes: Vec<Push>,
+    /// The session stream the last reply asked to hold open.
+    pub live: Option<String>,
+    /// `subscriptions/listen` streams held by the hub.
+    pub listeners: Vec<Listen>,
+    /// Frames the hub sent its listeners.
+    pub hub_frames: Vec<Value>,
+}
+
+/// A reply, read the way a client reads it.
+#[derive(Debug, Clone)]
+pub struct TestReply {
+    /// HTTP status.
+    pub status: u16,
+    /// Response headers.
+    pub headers: Vec<(String, String)>,
+    /// The JSON-RPC message (the last SSE message when streamed).
+    pub json: Value,
+    /// Every SSE message, when streamed.
+    pub events: Vec<Value>,
+}
+
+impl TestReply {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl TestServer {
+    /// A server offering `registry`, with a test key and loopback
+    /// Origin/Host lists.
+    pub fn new(registry: Registry) -> Self {
+        Self::with_config(registry, |_| {})
+    }
+
+    /// The same, with the configuration changed by `f` first.
+    pub fn with_config(registry: Registry, f: impl FnOnce(&mut Config)) -> Self {
+        let mut config = Config {
+            keys: KeyRing::parse("test:0123456789abcdef0123456789").unwrap_or_default(),
+            allowed_hosts: AllowList::loopback(),
+            allowed_origins: AllowList::loopback(),
+            ..Config::default()
+        };
+        f(&mut config);
+        Self {
+            server: Server::new(config, registry),
+            now_ms: 1_800_000_000_000,
+            next_random: 0,
+            objects: BTreeMap::new(),
+            pushes: Vec::new(),
+            live: None,
+            listeners: Vec::new(),
+            hub_frames: Vec::new(),
+        }
+    }
+
+    /// Sends one HTTP request the way the Worker receives it.
+    pub fn send(&mut self, req: HttpRequest) -> TestReply {
+        self.next_random = self.next_random.wrapping_add(1);
+        let env = Env {
+            now_ms: self.now_ms,
+            random: [self.next_random; 16],
+        };
+        self.live = None;
+        let reply = match host::route(&self.server, &req, &env) {
+            Route::Local(local) => block_on(host::serve_local(&self.server, &req, &env, local)),
+            Route::Object { name, request } => self.in_object(&name, &request, &env),
+        };
+        self.apply(None, &reply.effects);
+        read(reply)
+    }
+
+    /// Fires every alarm that is due at `now_ms`, applying what they do.
+    pub fn fire_alarms(&mut self) {
+        let due: Vec<String> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| o.alarm_at.is_some_and(|at| at <= self.now_ms))
+            .map(|(n, _)| n.clone())
+            .collect();
+        for name in due {
+            let Some(o) = self.objects.get_mut(&name) else {
+                continue;
+            };
+            o.alarm_at = None;
+            let stores = Stores {
+                call: &o.call,
+                session: &o.session,
+            };
+            let effects = host::alarm(&self.server, &stores, self.now_ms).unwrap_or_default();
+            self.apply(Some(&name), &effects);
+        }
+    }
+
+    fn in_object(&mut self, name: &str, req: &HttpRequest, env: &Env) -> Reply {
+        let object = self.objects.entry(name.to_string()).or_default();
+        let stores = Stores {
+            call: &object.call,
+            session: &object.session,
+        };
+        let reply = block_on(host::handle_in_object(&self.server, req, env, &stores));
+        self.apply(Some(name), &reply.effects);
+        // The object's own effects are applied; what is left for the
+        // caller is only what a client would see.
+        Reply {
+            response: reply.response,
+            effects: Vec::new(),
+        }
+    }
+
+    /// Applies effects as the Worker glue does (`object`: whose they are).
+    fn apply(&mut self, object: Option<&str>, effects: &[Effect]) {
+        let changed = host::changed_lists(effects);
+        if !changed.is_empty() {
+            // The hub fans them out, as its object would.
+            let (_, req) = host::hub_broadcast(&changed);
+            let env = Env {
+                now_ms: self.now_ms,
+                random: [0; 16],
+            };
+            // The hub's answer (204) goes nowhere, as in the Worker.
+            let _ = self.in_object(host::HUB, &req, &env);
+        }
+        for effect in effects {
+            match effect {
+                Effect::ListChanged(_) => {}
+                Effect::Listen(l) => self.listeners.push(l.clone()),
+                Effect::Fanout(kinds) => {
+                    let frames: Vec<Value> = self
+                        .listeners
+                        .iter()
+                        .flat_map(|l| l.frames_for(kinds))
+                        .filter_map(|e| serde_json::from_str(&e.data).ok())
+                        .collect();
+                    self.hub_frames.extend(frames);
+                }
+                Effect::HoldOpen(stream) => self.live = Some(stream.clone()),
+                Effect::Push(p) => self.pushes.push(p.clone()),
+                Effect::WakeAt(at) => {
+                    if let Some(o) = object.and_then(|n| self.objects.get_mut(n)) {
+                        o.alarm_at = Some(*at);
+                    }
+                }
+                Effect::DeleteStorage => {
+                    if let Some(n) = object {
+                        self.objects.remove(n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A well-formed 2026-07-28 request with `params` (its `_meta` added,
+    /// declaring elicitation, sampling and roots) and the mirrored headers;
+    /// then `edit` changes the headers.
+    pub fn request(
+        &mut self,
+        method: &str,
+        mut params: Value,
+        edit: impl FnOnce(&mut Vec<(String, String)>),
+    ) -> TestReply {
+        if params.get("_meta").is_none() {
+            params["_meta"] = json!({
+                META_PROTOCOL_VERSION: MODERN,
+                META_CLIENT_CAPABILITIES: {"elicitation": {}, "sampling": {}, "roots": {}},
+            });
+        }
+        let mut headers = vec![
+            ("host".to_string(), "127.0.0.1:8787".to_string()),
+            ("content-type".to_string(), "application/json".to_string()),
+            (
+                "accept".to_string(),
+                "application/json, text/event-stream".to_string(),
+            ),
+            ("mcp-protocol-version".to_string(), MODERN.to_string()),
+            ("mcp-method".to_string(), method.to_string()),
+        ];
+        if let Some(name) = params
+            .get("name")
+            .or_else(|| params.get("uri"))
+            .and_then(Value::as_str)
+        {
+            headers.push(("mcp-name".to_string(), encode_header_value(name)));
+        }
+        edit(&mut headers);
+        let body = json!({"jsonrpc": "2.0", "id": 7, "method": method, "params": params});
+        self.send(HttpRequest {
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers,
+            body: body.to_string().into_bytes(),
+        })
+    }
+
+    /// A 2026-07-28 request with `params`.
+    pub fn call(&mut self, method: &str, params: Value) -> TestReply {
+        self.request(method, params, |_| {})
+    }
+
+    /// `tools/call` of `name` with `arguments`; `extra` goes into params
+    /// (`requestState`, `inputResponses`).
+    pub fn call_tool(&mut self, name: &str, arguments: Value, extra: Value) -> TestReply {
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let (Some(p), Value::Object(e)) = (params.as_object_mut(), extra) {
+            p.extend(e);
+        }
+        self.call("tools/call", params)
+    }
+
+    /// Any request: an HTTP `method`, extra headers (a loopback Host is
+    /// set), and a raw body.
+    pub fn raw(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> TestReply {
+        let mut h: Vec<(String, String)> = vec![("host".into(), "localhost:8787".into())];
+        h.extend(
+            headers
+                .iter()
+                .map(|(k, v)| (k.to_ascii_lowercase(), v.to_string())),
+        );
+        self.send(HttpRequest {
+            method: method.into(),
+            path: "/mcp".into(),
+            headers: h,
+            body: body.as_bytes().to_vec(),
+        })
+    }
+}
+
+/// Reads a reply as a client would.
+fn read(reply: Reply) -> TestReply {
+    let resp = reply.response;
+    let (json, events) = match &resp.body {
+        Body::Bytes(b) => (serde_json::from_slice(b).unwrap_or(Value::Null), vec![]),
+        Body::Sse(ev) | Body::SseOpen(ev) => {
+            let msgs: Vec<Value> = ev
+                .iter()
+                .filter_map(|e| serde_json::from_str(&e.data).ok())
+                .collect();
+            (msgs.last().cloned().unwrap_or(Value::Null), msgs)
+        }
+        Body::Empty => (Value::Null, vec![]),
+    };
+    TestReply {
+        status: resp.status,
+        headers: resp.headers,
+        json,
+        events,
+    }
+}

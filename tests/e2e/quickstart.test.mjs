@@ -1,0 +1,148 @@
+// The quickstart as a user gets it: examples/quickstart copied out of the
+// repository, its one path dependency pointed at the durable-mcp crate, built
+// and served by `wrangler dev` with its own wrangler.toml (which runs
+// `worker-build`), called with the official TypeScript client. Its ticket
+// webhook is a secret in the copy's .dev.vars, read by the tool from the
+// Worker's env. Then `wrangler deploy --dry-run` of the copy, with the
+// bundle size against the Workers limits.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { startWrangler } from './wrangler.mjs';
+import { startWebhook } from './webhook.mjs';
+import { MODERN } from './modern.mjs';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
+// Workers limits on the compressed bundle: 3 MiB on the free plan, 10 MiB paid.
+const FREE_LIMIT = 3 * 1024 * 1024;
+
+let dir;
+let hook;
+let server;
+const clients = [];
+
+/** Copies the quickstart the way a user would: the crate's own files only. */
+function copyQuickstart() {
+  const d = join(mkdtempSync(join(tmpdir(), 'durable-mcp-user-')), 'my-server');
+  const skip = new Set(['build', 'target', '.wrangler', '.dev.vars']);
+  cpSync(join(ROOT, 'examples/quickstart'), d, {
+    recursive: true,
+    filter: (src) => !skip.has(src.split('/').pop()),
+  });
+  // The one edit the README asks for: point the path dependency at durable-mcp.
+  const manifest = join(d, 'Cargo.toml');
+  const before = readFileSync(manifest, 'utf8');
+  const after = before.replace(/durable-mcp = \{ path = "[^"]*" \}/, `durable-mcp = { path = ${JSON.stringify(ROOT)} }`);
+  assert.notEqual(after, before, 'the quickstart has one path dependency on durable-mcp');
+  writeFileSync(manifest, after);
+  // The workspace's lock file, so the copy builds the same versions the
+  // repository tested (and reuses their compiled artifacts).
+  cpSync(join(ROOT, 'Cargo.lock'), join(d, 'Cargo.lock'));
+  return d;
+}
+
+before(async () => {
+  dir = copyQuickstart();
+  hook = await startWebhook();
+  writeFileSync(join(dir, '.dev.vars'), [
+    'STATE_KEYS=dev:quickstart-e2e-key-0123456789abcdef',
+    `TICKET_WEBHOOK=${hook.url('/tickets')}`,
+    'ALLOWED_HOSTS=localhost,127.0.0.1,[::1]',
+    '',
+  ].join('\n'));
+  server = await startWrangler({
+    cwd: dir,
+    // wrangler runs the copy's own build command (worker-build); sharing the
+    // repository's target directory only saves compiling the same crates again.
+    env: { DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
+    startupMs: 15 * 60_000,
+  });
+});
+
+after(async () => {
+  for (const c of clients) {
+    try { await c.close(); } catch { /* already closed */ }
+  }
+  await server?.stop();
+  await hook?.stop();
+});
+
+async function connect(handlers = {}) {
+  const client = new Client(
+    { name: 'quickstart-e2e', version: '0.0.1' },
+    { capabilities: { elicitation: { form: {} }, sampling: {} }, versionNegotiation: { mode: { pin: MODERN } } },
+  );
+  if (handlers.onElicit) client.setRequestHandler('elicitation/create', handlers.onElicit);
+  if (handlers.onSample) client.setRequestHandler('sampling/createMessage', handlers.onSample);
+  clients.push(client);
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+  return client;
+}
+
+test('the copied quickstart lists tools whose schemas come from its Rust types', async () => {
+  const client = await connect();
+  const { tools } = await client.listTools({}, { cacheMode: 'bypass' });
+  assert.deepEqual(tools.map((t) => t.name), ['add', 'deploy']);
+  const deploy = tools.find((t) => t.name === 'deploy');
+  assert.equal(deploy.title, 'Deploy a service');
+  assert.match(deploy.description, /^Deploys a service: asks where/);
+  assert.deepEqual(deploy.inputSchema.required, ['service']);
+  assert.deepEqual(deploy.inputSchema.properties.service, { type: 'string', description: 'The service to deploy.' });
+  const add = tools.find((t) => t.name === 'add');
+  assert.deepEqual(add.inputSchema.required.sort(), ['a', 'b']);
+  assert.equal(add.outputSchema.properties.sum.type, 'number');
+  const r = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
+  assert.deepEqual(r.structuredContent, { sum: 3 });
+});
+
+test('deploy pauses for the user and the model, then finishes, opening its ticket at the webhook from its secret', async () => {
+  const elicits = [];
+  const client = await connect({
+    onElicit: async (req) => {
+      elicits.push(req.params);
+      return { action: 'accept', content: { target: 'production' } };
+    },
+    onSample: async () => ({ role: 'assistant', model: 'e2e', content: { type: 'text', text: 'yes' }, stopReason: 'endTurn' }),
+  });
+  const r = await client.callTool({ name: 'deploy', arguments: { service: 'billing' } });
+  assert.deepEqual(r.content, [{ type: 'text', text: 'Deployed billing to production (ticket T-1).' }]);
+  assert.equal(elicits.length, 1);
+  assert.equal(elicits[0].message, 'Where should billing be deployed?');
+  assert.deepEqual(elicits[0].requestedSchema.properties.target.oneOf.map((o) => o.const), ['staging', 'production']);
+  // TICKET_WEBHOOK is a secret in .dev.vars: the tool read it from the env.
+  assert.equal(hook.count('/tickets'), 1);
+  assert.deepEqual(hook.hits[0].body, { service: 'billing', target: 'production' });
+});
+
+test('wrangler deploy --dry-run bundles the copied quickstart within the Workers size limit', (t) => {
+  const out = join(dir, 'dist');
+  const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', out], {
+    cwd: dir,
+    encoding: 'utf8',
+    timeout: 10 * 60_000,
+    env: { ...process.env, DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
+  });
+  assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  const files = readdirSync(out).filter((f) => statSync(join(out, f)).isFile());
+  const wasm = files.find((f) => f.endsWith('.wasm'));
+  assert.ok(wasm, `a wasm module in the bundle: ${files.join(', ')}`);
+  let raw = 0;
+  let gzip = 0;
+  for (const f of files) {
+    const bytes = readFileSync(join(out, f));
+    raw += bytes.length;
+    gzip += gzipSync(bytes, { level: 9 }).length;
+  }
+  const wasmRaw = statSync(join(out, wasm)).size;
+  const kb = (n) => `${(n / 1024).toFixed(0)} KiB`;
+  t.diagnostic(`bundle: ${kb(raw)} raw, ${kb(gzip)} gzip (wasm ${kb(wasmRaw)} raw); limit ${kb(FREE_LIMIT)} gzip on the free plan`);
+  console.log(`quickstart bundle: ${kb(raw)} raw, ${kb(gzip)} gzip (wasm ${kb(wasmRaw)}); Workers free-plan limit ${kb(FREE_LIMIT)} gzip`);
+  assert.ok(gzip < FREE_LIMIT, `the bundle (${kb(gzip)} gzip) fits the free plan's ${kb(FREE_LIMIT)}`);
+  assert.ok(existsSync(join(out, 'index.js')) || files.some((f) => f.endsWith('.js')));
+});

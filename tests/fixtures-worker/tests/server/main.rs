@@ -1,0 +1,47 @@
+//! The fixtures worker end to end on the host: durable-mcp's `TestServer`
+//! routes requests to in-memory Durable Objects and applies the effects the
+//! way the Worker does, with a fake clock.
+//!
+//! - `modern.rs`: the 2026-07-28 rules, results and MRTR.
+//! - `wires.rs`: the saga methods and the streamless sketch.
+//! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
+//! - `session.rs`: the 2025-11-25 session wire.
+
+mod durable;
+mod modern;
+mod session;
+mod wires;
+
+use durable_mcp::server::Config;
+use durable_mcp::testing::{TestReply, TestServer};
+
+/// A reply as a client reads it.
+pub(crate) type Reply = TestReply;
+
+/// Test servers offering the fixtures worker's registry.
+pub(crate) struct Harness;
+
+impl Harness {
+    /// The fixtures worker with the test configuration.
+    #[allow(clippy::new_ret_no_self)]
+    pub(crate) fn new() -> TestServer {
+        TestServer::new(fixtures_worker::registry())
+    }
+
+    /// The same, with the configuration changed by `f`.
+    pub(crate) fn with_config(f: impl FnOnce(&mut Config)) -> TestServer {
+        TestServer::with_config(fixtures_worker::registry(), f)
+    }
+}
+
+pub(crate) fn set(headers: &mut Vec<(String, String)>, name: &str, value: Option<&str>) {
+    headers.retain(|(k, _)| k != name);
+    if let Some(v) = value {
+        headers.push((name.to_string(), v.to_string()));
+    }
+}
+
+pub(crate) fn assert_error(r: &Reply, status: u16, code: i64) {
+    assert_eq!(r.status, status, "status; body {}", r.json);
+    assert_eq!(r.json["error"]["code"], code, "code; body {}", r.json);
+}
