@@ -4,5 +4,5 @@
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bash scripts/setup.sh
-bash scripts/build.sh
+bash scripts/build.sh fixtures
 with_node22 node bench/run.mjs

@@ -22,8 +22,8 @@ pub struct Reply {
 /// Something the host does for the core.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// A list changed: tell the listen hub (the object named
-    /// [`crate::server::HUB`]) with [`crate::server::hub_broadcast`].
+    /// A list changed: tell the listen hub (the object named `hub`, with the
+    /// request `host::hub_broadcast` builds).
     ListChanged(ListKind),
     /// Hub only: keep this response open as a `subscriptions/listen` stream
     /// and remember what it listens for.

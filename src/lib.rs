@@ -1,14 +1,6 @@
-//! # durable-mcp
+#![doc = include_str!("../docs/GUIDE.md")]
 //!
-//! MCP servers on Cloudflare Workers whose tools can stop in the middle of a
-//! call to ask the client something — a form (elicitation), a completion from
-//! its model (sampling), its roots — and carry on afterwards, with the pause
-//! persisted rather than held in memory.
-//!
-//! Everything but the Worker glue is sans-IO: time, randomness, keys and
-//! storage come in as arguments, so the whole server runs under `cargo test`.
-//!
-//! # Layout
+//! # Layout of the crate
 //! - [`app`]: what you build with: [`Registry`], [`Tool`], typed results, [`Bindings`].
 //! - [`engine`]: the replay engine, [`Cx`] and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
@@ -18,6 +10,7 @@
 //! - [`http`]: Streamable HTTP framing as pure functions.
 //! - [`protocol`]: JSON-RPC and MCP message shapes.
 //! - [`outbound`]: calling other services from a tool (`fetch` in the Worker).
+//! - [`schema`]: JSON Schemas derived from types; the flat-form check.
 //! - [`token`]: sealed state tokens.
 //! - [`store`]: storage of durable calls (a sync trait + in-memory).
 //! - [`testing`]: a test server that routes and applies effects like the Worker.
@@ -32,6 +25,7 @@ pub mod host;
 pub mod http;
 pub mod outbound;
 pub mod protocol;
+pub mod schema;
 pub mod server;
 pub mod session;
 pub mod store;
@@ -52,3 +46,8 @@ pub use entry::check_entry;
 pub use entry::IntoRegistry;
 pub use error::{ErrorKind, McpError};
 pub use protocol::{ListKind, LogLevel};
+
+/// The README's examples compile too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -6,13 +6,11 @@
 //! - `tool.rs`: a tool (schemas derived from its argument and result types).
 //! - `result.rs`: `CallToolResult`, content blocks, `Json<T>` structured output.
 //! - `registry.rs`: the registry, resources, templates, prompts, shared state.
-//! - `schema.rs`: schemars-derived schemas; the flat-form check for elicitation.
 //! - `bindings.rs`: the Worker's vars, secrets and bindings.
 
 mod bindings;
 mod registry;
 mod result;
-pub mod schema;
 mod tool;
 
 pub use bindings::Bindings;

@@ -127,7 +127,7 @@ pub struct Json<T>(pub T);
 
 impl<T: Serialize + JsonSchema + 'static> IntoToolResult for Json<T> {
     fn output_schema() -> Option<Value> {
-        Some(crate::app::schema::object_schema::<T>())
+        Some(crate::schema::object_schema::<T>())
     }
 
     fn into_tool_result(self) -> Result<CallToolResult, ToolError> {

@@ -5,8 +5,8 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use super::result::{CallToolResult, IntoToolResult};
-use super::schema::object_schema;
 use crate::engine::{boxed_map, BoxedHandler, Handler};
+use crate::schema::object_schema;
 
 /// A tool.
 pub struct Tool {

@@ -272,7 +272,7 @@ impl Cx {
     where
         T: DeserializeOwned + schemars::JsonSchema,
     {
-        let schema = match crate::app::schema::form_schema::<T>() {
+        let schema = match crate::schema::form_schema::<T>() {
             Ok(s) => s,
             Err(why) => return ready(Err(ToolError::Protocol(McpError::internal(why)))),
         };

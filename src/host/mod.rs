@@ -3,7 +3,7 @@
 //! ([`handle_in_object`]) and with its alarm ([`alarm`]), and how list
 //! changes reach the listen hub ([`hub_broadcast`]).
 //!
-//! The Worker glue (`worker/`) and the test harness ([`crate::testing`])
+//! The Worker glue (`worker/`) and the test harness (`testing`)
 //! both call these and apply the effects they return the same way; neither
 //! decides anything.
 //!

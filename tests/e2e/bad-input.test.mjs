@@ -180,6 +180,25 @@ describe('default configuration', () => {
     assert.equal(r.json?.error?.code, -32001, r.text);
   });
 
+  test('PUT and PATCH with a live session id are 405 and never reach the session', async () => {
+    const hdrs = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    const init = await post(url, hdrs, {
+      jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } },
+    });
+    const sid = init.headers.get('mcp-session-id');
+    assert.ok(sid, init.text);
+    for (const method of ['PUT', 'PATCH']) {
+      const r = await post(url, { ...hdrs, 'mcp-session-id': sid }, { jsonrpc: '2.0', id: 2, method: 'ping' }, method);
+      assert.equal(r.status, 405, `${method}: ${r.text}`);
+      assert.equal(r.json?.error?.code, -32600, r.text);
+    }
+    // The session is untouched: a ping over POST still works.
+    const ping = await post(url, { ...hdrs, 'mcp-session-id': sid }, { jsonrpc: '2.0', id: 3, method: 'ping' });
+    assert.equal(ping.status, 200, ping.text);
+    assert.deepEqual(ping.json.result, {});
+  });
+
   test('a notification is 202 with an empty body', async () => {
     const { headers } = modernRequest('notifications/cancelled');
     const body = { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 1, _meta: modernMeta() } };
