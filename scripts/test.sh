@@ -65,7 +65,7 @@ gate "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warning
 gate "cargo clippy (wasm32)" cargo clippy --workspace --target wasm32-unknown-unknown --quiet -- -D warnings
 suite "cargo test" cargo_counts cargo test --workspace
 gate "worker build" bash scripts/build.sh fixtures
-if [ -f build/worker/shim.mjs ]; then
+if [ -f "$FIXTURES_DIR/build/worker/shim.mjs" ]; then
   # Node 22 for the tests and the tools they start.
   suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs'
   suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28

@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startWrangler } from './wrangler.mjs';
-import { startWebhook } from './webhook.mjs';
+import { callTool, startWebhook } from './webhook.mjs';
 import { MODERN } from './modern.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -99,6 +99,19 @@ test('the copied quickstart lists tools whose schemas come from its Rust types',
   assert.equal(add.outputSchema.properties.sum.type, 'number');
   const r = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
   assert.deepEqual(r.structuredContent, { sum: 3 });
+});
+
+test('on the wire, deploy answers input_required with a typed form and sealed state', async () => {
+  const r = await callTool(server.url, 'deploy', { service: 'api' });
+  assert.equal(r.status, 200, r.text);
+  const res = r.json.result;
+  assert.equal(res.resultType, 'input_required', r.text);
+  assert.equal(typeof res.requestState, 'string');
+  const form = res.inputRequests.target;
+  assert.equal(form.method, 'elicitation/create');
+  assert.deepEqual(form.params.requestedSchema.required, ['target']);
+  assert.equal(form.params.requestedSchema.properties.target.description, 'Where to deploy.');
+  assert.equal(hook.count(), 0, 'no ticket before the answers');
 });
 
 test('deploy pauses for the user and the model, then finishes, opening its ticket at the webhook from its secret', async () => {
