@@ -17,8 +17,11 @@ pub enum ErrorKind {
     InvalidParams,
     /// A sealed state token was refused (`-32602`, 400).
     InvalidState,
-    /// An unknown tool, prompt or resource (`-32602` / `-32002`, 404 for resources).
-    NotFound,
+    /// A `Last-Event-ID` naming a stream the session does not have
+    /// (`-32011`, 404).
+    StreamNotFound,
+    /// A path other than the MCP endpoint (`-32600`, 404).
+    UnknownPath,
     /// A resource that does not exist (`-32602` with `data.uri`, SEP-2164; 404).
     ResourceNotFound,
     /// An HTTP header disagrees with the body (`-32020`, 400).
@@ -39,7 +42,8 @@ pub enum ErrorKind {
     NotAcceptable,
     /// The `Content-Type` is not JSON (`-32600`, 415).
     UnsupportedMediaType,
-    /// A conflicting concurrent retry (`-32602`, 409).
+    /// A retry of a round that another retry is running right now
+    /// (`-32010`, 409): try again shortly.
     Conflict,
     /// An unknown, expired or deleted session (`-32001`, 404): re-initialize.
     SessionNotFound,
@@ -109,13 +113,14 @@ impl McpError {
             | ErrorKind::TooLarge
             | ErrorKind::MethodNotAllowed
             | ErrorKind::NotAcceptable
+            | ErrorKind::UnknownPath
             | ErrorKind::UnsupportedMediaType => -32600,
             ErrorKind::MethodNotFound => -32601,
-            ErrorKind::InvalidParams
-            | ErrorKind::InvalidState
-            | ErrorKind::NotFound
-            | ErrorKind::ResourceNotFound
-            | ErrorKind::Conflict => -32602,
+            ErrorKind::InvalidParams | ErrorKind::InvalidState | ErrorKind::ResourceNotFound => {
+                -32602
+            }
+            ErrorKind::Conflict => -32010,
+            ErrorKind::StreamNotFound => -32011,
             ErrorKind::HeaderMismatch => -32020,
             ErrorKind::SessionNotFound => -32001,
             ErrorKind::RequestCancelled => -32800,
@@ -139,7 +144,8 @@ impl McpError {
             ErrorKind::Unauthorized => 401,
             ErrorKind::Forbidden => 403,
             ErrorKind::MethodNotFound
-            | ErrorKind::NotFound
+            | ErrorKind::StreamNotFound
+            | ErrorKind::UnknownPath
             | ErrorKind::ResourceNotFound
             | ErrorKind::SessionNotFound => 404,
             ErrorKind::MethodNotAllowed => 405,

@@ -69,6 +69,83 @@ pub fn object_schema<T: JsonSchema>() -> Value {
     }
 }
 
+/// Checks `value` against the parts of a JSON Schema a tool's declared
+/// output relies on (`type`, `properties`, `required`, `items`, `enum`),
+/// naming the first place it differs. Used on `structuredContent`: a
+/// result that breaks the tool's `outputSchema` (a non-finite number
+/// serialized as `null`, say) is a tool error, not a broken answer.
+pub fn check(value: &Value, schema: &Value) -> Result<(), String> {
+    check_at("$", value, schema)
+}
+
+fn check_at(path: &str, value: &Value, schema: &Value) -> Result<(), String> {
+    let Some(s) = schema.as_object() else {
+        return Ok(());
+    };
+    if let Some(t) = s.get("type") {
+        let allowed: Vec<&str> = match t {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let fits = |t: &str| match t {
+            "null" => value.is_null(),
+            "boolean" => value.is_boolean(),
+            "string" => value.is_string(),
+            "number" => value.is_number(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "array" => value.is_array(),
+            "object" => value.is_object(),
+            _ => true,
+        };
+        if !allowed.is_empty() && !allowed.iter().any(|t| fits(t)) {
+            let found = match value {
+                Value::Null => "null".to_string(),
+                v => v.to_string(),
+            };
+            return Err(format!("{path} is {found}, not {}", allowed.join(" or ")));
+        }
+    }
+    if let Some(Value::Array(options)) = s.get("enum") {
+        if !options.contains(value) {
+            return Err(format!(
+                "{path} is {value}, not one of {}",
+                Value::Array(options.clone())
+            ));
+        }
+    }
+    if let Value::Object(fields) = value {
+        for name in s
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(n) = name.as_str() {
+                if !fields.contains_key(n) {
+                    return Err(format!("{path}.{n} is missing"));
+                }
+            }
+        }
+        for (name, sub) in s
+            .get("properties")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            if let Some(v) = fields.get(name) {
+                check_at(&format!("{path}.{name}"), v, sub)?;
+            }
+        }
+    }
+    if let (Value::Array(items), Some(sub)) = (value, s.get("items")) {
+        for (i, v) in items.iter().enumerate() {
+            check_at(&format!("{path}[{i}]"), v, sub)?;
+        }
+    }
+    Ok(())
+}
+
 /// The `requestedSchema` of an elicitation form for `T`, or why `T` cannot
 /// be a form.
 pub fn form_schema<T: JsonSchema>() -> Result<Value, String> {
@@ -297,6 +374,22 @@ mod tests {
             target.contains("staging") && target.contains("production"),
             "{target}"
         );
+    }
+
+    #[test]
+    fn values_are_checked_against_types_required_fields_items_and_enums() {
+        let schema = json!({"type": "object", "required": ["sum"], "properties": {
+            "sum": {"type": "number"},
+            "tags": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}}});
+        assert_eq!(check(&json!({"sum": 1.5, "tags": ["a"]}), &schema), Ok(()));
+        assert_eq!(
+            check(&json!({"sum": null}), &schema),
+            Err("$.sum is null, not number".into())
+        );
+        assert_eq!(check(&json!({}), &schema), Err("$.sum is missing".into()));
+        assert!(check(&json!({"sum": 1, "tags": ["c"]}), &schema)
+            .is_err_and(|e| e.starts_with("$.tags[0] is \"c\"")));
+        assert!(check(&json!([]), &schema).is_err());
     }
 
     #[test]

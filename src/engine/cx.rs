@@ -172,6 +172,11 @@ struct State {
     /// request that already carries `inputResponses`): taken when the tool
     /// asks that key, if their shape fits what it asks.
     offered: Map<String, Value>,
+    /// The call's id (stable across its rounds), for idempotency keys.
+    call_id: String,
+    /// Whether a round is accepted once (durable mode, sessions): only
+    /// then can `once` promise its effect runs once.
+    once_safe: bool,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -195,10 +200,33 @@ impl Cx {
             inner: RefCell::new(State {
                 journal,
                 caps,
+                once_safe: true,
                 ..State::default()
             }),
             app: None,
         }
+    }
+
+    /// Names the call (`call_id`) and says whether its rounds are accepted
+    /// once (`once_safe`: durable mode and sessions are; a stateless token
+    /// can be replayed until it expires).
+    pub fn with_call(self, call_id: impl Into<String>, once_safe: bool) -> Self {
+        {
+            let mut st = self.inner.borrow_mut();
+            st.call_id = call_id.into();
+            st.once_safe = once_safe;
+        }
+        self
+    }
+
+    /// A key for an outside system to deduplicate the effect `key` of this
+    /// call by (send it as an `Idempotency-Key` header): the same on every
+    /// round and every retry of this call, different for every other call.
+    /// `cx.once` makes an effect run once as far as this server knows; if
+    /// the isolate dies while the effect is in flight, a retry runs it
+    /// again, and only the receiver, seeing the same key, can tell.
+    pub fn idempotency_key(&self, key: &str) -> String {
+        format!("{}:{key}", self.inner.borrow().call_id)
     }
 
     /// Gives the tool the server's shared state (see [`Cx::state`]).
@@ -373,16 +401,28 @@ impl Cx {
     }
 
     /// Runs a side effect once per call: a replay gets the recorded output
-    /// instead of running `effect` again.
+    /// instead of running `effect` again. Only in durable tools
+    /// (`Tool::durable`) and on the session wire, where each round is
+    /// accepted once; a stateless tool gets an internal error here.
     pub async fn once<T, F, Fut>(&self, key: &str, effect: F) -> Result<T, ToolError>
     where
         T: Serialize + DeserializeOwned,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, ToolError>>,
     {
-        let recorded = self.inner.borrow().journal.once.get(key).cloned();
+        let (recorded, once_safe) = {
+            let st = self.inner.borrow();
+            (st.journal.once.get(key).cloned(), st.once_safe)
+        };
         if let Some(v) = recorded {
             return decode(v);
+        }
+        if !once_safe {
+            return Err(ToolError::Protocol(McpError::internal(format!(
+                "cx.once({key:?}) needs a durable tool: a stateless call's requestState can be \
+                 replayed until it expires, which would run the effect again; mark the tool \
+                 with Tool::durable()"
+            ))));
         }
         // No borrow is held across the effect's await.
         let out = effect().await?;

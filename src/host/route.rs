@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::effects::Reply;
 use crate::http::HttpRequest;
-use crate::protocol::versions::{META_PROTOCOL_VERSION, SESSION_HEADER};
+use crate::protocol::versions::{is_session_id, META_PROTOCOL_VERSION, SESSION_HEADER};
 use crate::server::{new_call_id, Env, Server};
 use crate::token;
 
@@ -98,8 +98,8 @@ fn object_for(
     }
     if let Some(id) = req.header(SESSION_HEADER) {
         let id = id.trim();
-        // Ids we mint are hex; anything else cannot name a session.
-        if id.is_empty() || id.len() > 64 || !id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        // Anything else cannot name a session: served here, it gets 404.
+        if !is_session_id(id) {
             return None;
         }
         return Some((

@@ -29,3 +29,9 @@ pub const EXT_TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// The header that names a 2025-11-25 session.
 pub const SESSION_HEADER: &str = "mcp-session-id";
+
+/// Whether `id` can name a session: the ids we mint are 32 hex digits; we
+/// accept up to 64 ASCII letters and digits.
+pub fn is_session_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric())
+}

@@ -15,16 +15,12 @@ use super::{Ctx, Server};
 use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome};
 use crate::error::{ErrorKind, McpError};
-use crate::store::{CallStatus, CallStore, StoredCall};
+use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
 
 /// Journals larger than this stay out of the token in durable mode (the DO
 /// holds the master copy); below it the token can rebuild a lost DO.
 pub const TOKEN_JOURNAL_CAP: usize = 8 * 1024;
-
-/// A claimed round older than this is taken to have died with its isolate
-/// and may be claimed again.
-const CLAIM_TIMEOUT_MS: u64 = 60_000;
 
 /// What a call runs.
 pub(crate) enum Target<'a> {
@@ -100,6 +96,8 @@ pub(crate) struct RoundInput<'a> {
 }
 
 /// How a round ended.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub(crate) enum RoundOutcome {
     /// The result object (without `resultType`).
     Complete(Value),
@@ -111,6 +109,7 @@ pub(crate) enum RoundOutcome {
 }
 
 /// A round's outcome and the notifications emitted on the way.
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Round {
     pub(crate) outcome: RoundOutcome,
     pub(crate) notifications: Vec<Value>,
@@ -158,6 +157,8 @@ pub(crate) async fn run_round(
         }
     };
 
+    // What the client answered, to know an exact retry of a round again.
+    let answers_digest = digest_answers(&input.answers);
     // The journal to replay, and the call id.
     let (mut journal, sid) = match (&claims, durable) {
         (None, None) => (Journal::new(), super::new_call_id(ctx.env)),
@@ -165,7 +166,14 @@ pub(crate) async fn run_round(
             c.journal.clone().ok_or_else(|| refused("malformed"))?,
             c.sid.clone(),
         ),
-        (c, Some(d)) => (claim(d, c.as_ref(), ctx.env.now_ms)?, d.call_id.clone()),
+        (c, Some(d)) => {
+            let timeout = server.config.claim_timeout_ms;
+            match claim(d, c.as_ref(), &answers_digest, ctx.env.now_ms, timeout)? {
+                Claimed::Run(journal) => (journal, d.call_id.clone()),
+                // The reply to this exact retry was lost: the same reply again.
+                Claimed::Replay(round) => return Ok(round),
+            }
+        }
     };
 
     // The client came back: checkpoints are passed.
@@ -185,41 +193,29 @@ pub(crate) async fn run_round(
     let before = journal.clone();
 
     let cx = Cx::new(journal, input.caps)
+        .with_call(sid.clone(), durable.is_some())
         .with_offered(offered)
         .with_progress_token(input.progress_token)
         .with_log_level(input.log_level.as_deref());
     let (outcome, notifications) = run_target(server, &input.target, cx, input.args.clone()).await;
 
     let outcome = match outcome {
-        Outcome::Complete(v) => {
-            if let Some(d) = durable {
-                finish(d, &before, CallStatus::Completed, ctx.env.now_ms)?;
+        Outcome::Complete(v) => RoundOutcome::Complete(v),
+        Outcome::ToolFailed(m) => match input.target {
+            Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
+            // Prompts and resources have no error result: a failure is bad input.
+            _ => {
+                if let Some(d) = durable {
+                    finish(d, &before, CallStatus::Completed, ctx.env.now_ms, None)?;
+                }
+                return Err(McpError::invalid_params(m));
             }
-            RoundOutcome::Complete(v)
-        }
-        Outcome::ToolFailed(m) => {
-            if let Some(d) = durable {
-                finish(d, &before, CallStatus::Completed, ctx.env.now_ms)?;
-            }
-            match input.target {
-                Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
-                // Prompts and resources have no error result: a failure is bad input.
-                _ => return Err(McpError::invalid_params(m)),
-            }
-        }
+        },
         Outcome::InputRequired {
             requests,
             mut journal,
         } => {
             journal.round = before.round + 1;
-            if let Some(d) = durable {
-                d.store.save(&StoredCall {
-                    version: journal.round,
-                    status: CallStatus::AwaitingInput,
-                    claimed_at_ms: 0,
-                    journal: journal.clone(),
-                })?;
-            }
             let in_token = durable.is_none()
                 || serde_json::to_vec(&journal).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
             let state = token::seal(
@@ -236,29 +232,97 @@ pub(crate) async fn run_round(
                     round: journal.round,
                     arguments: input.args_in_token.then(|| input.args.clone()),
                     durable: durable.is_some(),
-                    journal: in_token.then_some(journal),
+                    journal: in_token.then(|| journal.clone()),
                 },
             )?;
-            RoundOutcome::InputRequired { requests, state }
+            let outcome = RoundOutcome::InputRequired { requests, state };
+            if let Some(d) = durable {
+                let round = Round {
+                    outcome,
+                    notifications,
+                };
+                let reply = stored_reply(before.round, &answers_digest, &round)?;
+                d.store.save(&StoredCall {
+                    version: journal.round,
+                    status: CallStatus::AwaitingInput,
+                    claimed_at_ms: 0,
+                    journal,
+                    last_reply: Some(reply),
+                })?;
+                return Ok(round);
+            }
+            outcome
         }
         Outcome::Error(e) => {
             // Release the claim so a corrected retry of the same round can run.
             if let Some(d) = durable {
-                finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms)?;
+                finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
             }
             return Err(e);
         }
     };
-    Ok(Round {
+    let round = Round {
         outcome,
         notifications,
+    };
+    if let (Some(d), RoundOutcome::Complete(_)) = (durable, &round.outcome) {
+        let reply = stored_reply(before.round, &answers_digest, &round)?;
+        finish(
+            d,
+            &before,
+            CallStatus::Completed,
+            ctx.env.now_ms,
+            Some(reply),
+        )?;
+    }
+    Ok(round)
+}
+
+/// A digest of a round's answers, in key order.
+fn digest_answers(answers: &Answers) -> String {
+    let mut sorted: Vec<(&String, Value)> = answers
+        .iter()
+        .map(|(k, a)| {
+            let v = match a {
+                Ok(v) => json!({ "result": v }),
+                Err(e) => json!({ "error": e }),
+            };
+            (k, v)
+        })
+        .collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    digest_json(&json!(sorted))
+}
+
+fn stored_reply(round: u32, answers: &str, reply: &Round) -> Result<StoredReply, McpError> {
+    Ok(StoredReply {
+        round,
+        answers: answers.to_string(),
+        reply: serde_json::to_value(reply)
+            .map_err(|e| McpError::internal(format!("the reply does not serialize: {e}")))?,
     })
+}
+
+/// What a durable retry may do.
+enum Claimed {
+    /// Run the round from this journal (the claim is written).
+    Run(Journal),
+    /// Answer with the stored reply of this exact retry.
+    Replay(Round),
 }
 
 /// Durable mode: checks the retry against the stored call (compare-and-set
 /// on the version) and claims the round before anything runs, so a
 /// concurrent retry of the same round is refused and `once` effects run once.
-fn claim(d: &Durable<'_>, claims: Option<&Claims>, now_ms: u64) -> Result<Journal, McpError> {
+/// A retry of an answered round with the same answers gets the stored reply;
+/// with other answers it is refused.
+fn claim(
+    d: &Durable<'_>,
+    claims: Option<&Claims>,
+    answers: &str,
+    now_ms: u64,
+    timeout_ms: u64,
+) -> Result<Claimed, McpError> {
     let stored = d.store.load()?;
     let journal = match (claims, stored) {
         (None, None) => Journal::new(),
@@ -280,10 +344,17 @@ fn claim(d: &Durable<'_>, claims: Option<&Claims>, now_ms: u64) -> Result<Journa
         }
         (Some(c), Some(s)) => {
             if s.status == CallStatus::Completed || s.version != c.round {
-                return Err(refused("already used (this round was answered before)"));
+                let exact = s
+                    .last_reply
+                    .as_ref()
+                    .filter(|r| r.round == c.round && r.answers == answers);
+                return match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
+                    Some(Ok(round)) => Ok(Claimed::Replay(round)),
+                    _ => Err(refused("already used (this round was answered before)")),
+                };
             }
             if s.status == CallStatus::Running
-                && now_ms.saturating_sub(s.claimed_at_ms) < CLAIM_TIMEOUT_MS
+                && now_ms.saturating_sub(s.claimed_at_ms) < timeout_ms
             {
                 return Err(McpError::new(
                     ErrorKind::Conflict,
@@ -298,8 +369,9 @@ fn claim(d: &Durable<'_>, claims: Option<&Claims>, now_ms: u64) -> Result<Journa
         status: CallStatus::Running,
         claimed_at_ms: now_ms,
         journal: journal.clone(),
+        last_reply: None,
     })?;
-    Ok(journal)
+    Ok(Claimed::Run(journal))
 }
 
 fn finish(
@@ -307,12 +379,14 @@ fn finish(
     journal: &Journal,
     status: CallStatus,
     now_ms: u64,
+    last_reply: Option<StoredReply>,
 ) -> Result<(), McpError> {
     d.store.save(&StoredCall {
         version: journal.round,
         status,
         claimed_at_ms: now_ms,
         journal: journal.clone(),
+        last_reply,
     })
 }
 
@@ -328,8 +402,19 @@ pub(crate) async fn run_target(
     match target {
         Target::Tool(t) => {
             let run = engine::run(&*t.handler, cx, args).await;
+            let declared = t.meta.get("outputSchema");
             let outcome = match run.outcome {
-                Outcome::Complete(r) => Outcome::Complete(r.to_json()),
+                Outcome::Complete(r) => match (declared, &r.structured_content) {
+                    (Some(schema), Some(out)) if !r.is_error => {
+                        match crate::schema::check(out, schema) {
+                            Ok(()) => Outcome::Complete(r.to_json()),
+                            Err(why) => Outcome::ToolFailed(format!(
+                                "the tool's result does not match its outputSchema: {why}"
+                            )),
+                        }
+                    }
+                    _ => Outcome::Complete(r.to_json()),
+                },
                 Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
                 Outcome::InputRequired { requests, journal } => {
                     Outcome::InputRequired { requests, journal }

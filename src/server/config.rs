@@ -38,6 +38,11 @@ pub struct Config {
     pub sse_retry_ms: u64,
     /// `maxWait` of the resume policy of resumable requests, in ms.
     pub resume_max_wait_ms: u64,
+    /// A claimed round older than this is taken to have died with its
+    /// isolate (a crash, a deploy) and may be run again by a retry, in ms.
+    /// Rounds that run longer than this can be run twice: keep it above
+    /// your slowest round.
+    pub claim_timeout_ms: u64,
 }
 
 impl Default for Config {
@@ -58,6 +63,7 @@ impl Default for Config {
             sse_polling: true,
             sse_retry_ms: 1000,
             resume_max_wait_ms: 5 * 60 * 1000,
+            claim_timeout_ms: 60 * 1000,
         }
     }
 }
@@ -73,6 +79,7 @@ impl Config {
     /// - `FIXTURES`: `1` serves the conformance fixtures
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
+    /// - `CLAIM_TIMEOUT_SECONDS`: when a round that never finished may run again
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -126,6 +133,9 @@ impl Config {
         }
         if let Some(n) = num("RESUME_MAX_WAIT_SECONDS")? {
             c.resume_max_wait_ms = n.saturating_mul(1000);
+        }
+        if let Some(n) = num("CLAIM_TIMEOUT_SECONDS")? {
+            c.claim_timeout_ms = n.saturating_mul(1000);
         }
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");

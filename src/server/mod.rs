@@ -121,10 +121,11 @@ impl Server {
         body: Option<Value>,
     ) -> Result<Reply, (McpError, Option<Value>)> {
         if req.path != "/mcp" {
-            return Ok(Reply::new(HttpResponse::json(
-                404,
-                &serde_json::json!({"error": "not found; the MCP endpoint is /mcp"}),
-            )));
+            let e = McpError::new(
+                ErrorKind::UnknownPath,
+                format!("Not found: {} is not an MCP endpoint; use /mcp", req.path),
+            );
+            return Err((e, None));
         }
         let principal = if forwarded {
             self.authenticate(req).map_err(|e| (e, None))?
@@ -146,6 +147,17 @@ impl Server {
                     None,
                 ))
             }
+        }
+        if req.header(versions::SESSION_HEADER).is_some() {
+            // A session id the router did not send to a session object
+            // cannot name one: the client must initialize a new session.
+            return Err((
+                McpError::new(
+                    ErrorKind::SessionNotFound,
+                    "Session not found: malformed Mcp-Session-Id; initialize a new session",
+                ),
+                None,
+            ));
         }
         let message = match body {
             Some(v) => parse_value(v)?,
@@ -201,7 +213,15 @@ impl Server {
             )
         })?;
         let principal = self.authenticate(req)?;
-        if req.body.len() > self.config.max_body_bytes {
+        // The declared length is checked first, so the Worker need not read
+        // (nor buffer) a body it will refuse; it reads no more than the
+        // limit and one byte, so an undeclared body over it is refused too.
+        let declared = req
+            .header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let limit = self.config.max_body_bytes;
+        if declared > limit as u64 || req.body.len() > limit {
             return Err(McpError::new(
                 ErrorKind::TooLarge,
                 format!(

@@ -57,7 +57,9 @@ fn check_content_headers(req: &HttpRequest) -> Result<(), Rejection> {
         }
     }
     if let Some(ct) = req.header("content-type") {
-        if !ct.to_ascii_lowercase().starts_with("application/json") {
+        // The media type itself, parameters (`; charset=utf-8`) aside.
+        let media = ct.split(';').next().unwrap_or("").trim();
+        if !media.eq_ignore_ascii_case("application/json") {
             return Err((
                 McpError::new(
                     ErrorKind::UnsupportedMediaType,

@@ -45,6 +45,7 @@ pub(super) async fn start(
         max_wait_ms: resumable.then_some(server.config.resume_max_wait_ms),
         last_contact_ms: env.now_ms,
         confirmed_lsn: 0,
+        claimed_at_ms: 0,
     };
     let mut messages = Vec::new();
     if let Some(token) = &call.resume_token {
@@ -94,6 +95,11 @@ pub(super) async fn answer(
         // A late or repeated answer: the round it belongs to is over.
         return Ok(Vec::new());
     }
+    if running_elsewhere(server, &call, env.now_ms) {
+        // A copy of this answer (a client's retry) is running the round
+        // right now: running it again would repeat its side effects.
+        return Ok(Vec::new());
+    }
     call.last_contact_ms = env.now_ms;
     call.journal.accept_answers([(key, outcome)]);
     // The client is here: checkpoints left in this round pass too.
@@ -101,7 +107,7 @@ pub(super) async fn answer(
         store.put_call(&call)?;
         return Ok(Vec::new());
     }
-    let messages = advance(server, meta, &mut call).await;
+    let messages = run_claimed(server, store, meta, &mut call, env.now_ms).await?;
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
     let close = call.state.is_final() || server.config.sse_polling;
@@ -110,6 +116,30 @@ pub(super) async fn answer(
         events,
         close,
     }])
+}
+
+/// Whether another request claimed this call's running round and may still
+/// be running it (a claim older than the claim timeout died with its isolate).
+pub(super) fn running_elsewhere(server: &Server, call: &SessionCall, now_ms: u64) -> bool {
+    call.claimed_at_ms != 0
+        && now_ms.saturating_sub(call.claimed_at_ms) < server.config.claim_timeout_ms
+}
+
+/// Claims the call's next rounds for this request — written before they
+/// run, so a duplicate arriving while they await (a webhook, a model) sees
+/// the claim and stays out — then runs them and releases the claim.
+pub(super) async fn run_claimed(
+    server: &Server,
+    store: &dyn SessionStore,
+    meta: &SessionMeta,
+    call: &mut SessionCall,
+    now_ms: u64,
+) -> Result<Vec<Value>, McpError> {
+    call.claimed_at_ms = now_ms.max(1);
+    store.put_call(call)?;
+    let messages = advance(server, meta, call).await;
+    call.claimed_at_ms = 0;
+    Ok(messages)
 }
 
 /// `notifications/cancelled`: the call stops; its resources are freed.
@@ -169,6 +199,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
     let cx = Cx::new(call.journal.clone(), caps)
+        .with_call(format!("{}/{}", meta.id, call.stream), true)
         .with_progress_token(progress_token(&call.params))
         .with_log_level(meta.log_level.as_deref());
     let (outcome, mut messages) = run_target(server, &target, cx, args).await;

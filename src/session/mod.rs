@@ -88,6 +88,12 @@ async fn handle_inner(
     let Some(mut meta) = meta else {
         return Err((not_found(), None));
     };
+    // A session belongs to whoever opened it: to anyone else it does not
+    // exist (the same answer as an unknown id, so ids cannot be probed).
+    let principal = server.authenticate(req).map_err(|e| (e, None))?;
+    if principal.0 != meta.principal {
+        return Err((not_found(), None));
+    }
     if let Some(v) = req.header("mcp-protocol-version") {
         if !is_session_version(v.trim()) {
             return Err((
@@ -155,6 +161,7 @@ fn initialize(
         subscriptions: Vec::new(),
         next_stream: 1,
         last_seen_ms: env.now_ms,
+        principal: server.authenticate(req)?.0,
     })?;
     // List changes are announced on a call's own stream here (there is no
     // standalone stream in polling mode), so no listChanged is promised.

@@ -30,6 +30,10 @@ pub struct SessionMeta {
     pub next_stream: u64,
     /// Last request from the client (ms since the epoch): the idle TTL runs from here.
     pub last_seen_ms: u64,
+    /// Who opened the session (the bearer token's principal; `""` without
+    /// auth). Every later request must come from the same principal.
+    #[serde(default)]
+    pub principal: String,
 }
 
 /// Where a call of the session is (seed 003's model).
@@ -87,6 +91,11 @@ pub struct SessionCall {
     /// The last event the client confirmed (by `Last-Event-ID`).
     #[serde(default)]
     pub confirmed_lsn: u64,
+    /// When a request claimed the running round (ms since the epoch; 0: no
+    /// round is running). Written before the round runs, so a duplicate
+    /// answer arriving meanwhile does not run it again.
+    #[serde(default)]
+    pub claimed_at_ms: u64,
 }
 
 /// Storage of one session.

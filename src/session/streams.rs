@@ -1,7 +1,7 @@
 //! `GET` on the session wire: replay of a call's stream after
 //! `Last-Event-ID`, the standalone stream, and waiting for what comes next.
 
-use super::calls::{advance, continue_after_checkpoints};
+use super::calls::{continue_after_checkpoints, run_claimed, running_elsewhere};
 use super::events::{event_id, log_all, logged, parse_event_id, stream_reply};
 use super::{SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
@@ -39,14 +39,17 @@ pub(super) async fn get(
     };
     let (stream, lsn) = parse_event_id(last)
         .ok_or_else(|| McpError::invalid_request("Invalid Request: unknown Last-Event-ID"))?;
-    let mut call = store
-        .call(&stream)?
-        .ok_or_else(|| McpError::new(ErrorKind::NotFound, "No such stream in this session"))?;
+    let mut call = store.call(&stream)?.ok_or_else(|| {
+        McpError::new(
+            ErrorKind::StreamNotFound,
+            "Stream not found: no such stream in this session",
+        )
+    })?;
     call.confirmed_lsn = call.confirmed_lsn.max(lsn);
     call.last_contact_ms = env.now_ms;
     // Back after a checkpoint: the call goes on now.
-    if continue_after_checkpoints(&mut call) {
-        let messages = advance(server, meta, &mut call).await;
+    if !running_elsewhere(server, &call, env.now_ms) && continue_after_checkpoints(&mut call) {
+        let messages = run_claimed(server, store, meta, &mut call, env.now_ms).await?;
         log_all(store, &stream, &messages)?;
     }
     store.put_call(&call)?;

@@ -32,6 +32,21 @@ pub struct StoredCall {
     pub claimed_at_ms: u64,
     /// The journal.
     pub journal: Journal,
+    /// The reply to the last answered round, so a client whose reply was
+    /// lost gets it again by retrying exactly.
+    #[serde(default)]
+    pub last_reply: Option<StoredReply>,
+}
+
+/// The reply to one answered round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredReply {
+    /// The round the client answered (the round in its state token).
+    pub round: u32,
+    /// A digest of the answers it sent: only an exact retry is answered.
+    pub answers: String,
+    /// The round's outcome and notifications, as the wire adapters read them.
+    pub reply: serde_json::Value,
 }
 
 /// Storage of one durable call (one Durable Object holds one call).

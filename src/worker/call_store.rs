@@ -18,6 +18,7 @@ struct Row {
     status: String,
     claimed_at: f64,
     journal: String,
+    reply: Option<String>,
 }
 
 fn storage_error(e: impl std::fmt::Display) -> McpError {
@@ -38,7 +39,8 @@ impl SqliteStore {
                     version INTEGER NOT NULL,
                     status TEXT NOT NULL,
                     claimed_at INTEGER NOT NULL,
-                    journal TEXT NOT NULL)",
+                    journal TEXT NOT NULL,
+                    reply TEXT)",
                 None,
             )
             .map(|_| ())
@@ -52,7 +54,7 @@ impl CallStore for SqliteStore {
         let rows: Vec<Row> = self
             .sql
             .exec(
-                "SELECT version, status, claimed_at, journal FROM durable_call WHERE id = 1",
+                "SELECT version, status, claimed_at, journal, reply FROM durable_call WHERE id = 1",
                 None,
             )
             .and_then(|c| c.to_array())
@@ -67,6 +69,11 @@ impl CallStore for SqliteStore {
             status,
             claimed_at_ms: row.claimed_at as u64,
             journal: serde_json::from_str(&row.journal).map_err(storage_error)?,
+            last_reply: row
+                .reply
+                .map(|r| serde_json::from_str(&r))
+                .transpose()
+                .map_err(storage_error)?,
         }))
     }
 
@@ -74,14 +81,19 @@ impl CallStore for SqliteStore {
         self.ensure()?;
         let status = serde_json::to_value(call.status).map_err(storage_error)?;
         let journal = serde_json::to_string(&call.journal).map_err(storage_error)?;
+        let reply = match &call.last_reply {
+            Some(r) => SqlStorageValue::from(serde_json::to_string(r).map_err(storage_error)?),
+            None => SqlStorageValue::Null,
+        };
         self.sql
             .exec(
-                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal) VALUES (1, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal, reply) VALUES (1, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::from(i64::from(call.version)),
                     SqlStorageValue::from(status.as_str().unwrap_or("running").to_string()),
                     SqlStorageValue::from(i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX)),
                     SqlStorageValue::from(journal),
+                    reply,
                 ],
             )
             .map(|_| ())

@@ -9,19 +9,33 @@ use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
 /// How often a held-open SSE stream sends `: keepalive`.
 const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 
-pub(crate) async fn to_http_request(mut req: Request) -> Result<HttpRequest> {
+/// Converts a request, reading at most `cap + 1` bytes of its body (none
+/// when its `Content-Length` already says more): the core refuses a body
+/// over `cap`, and this way the Worker never buffers one.
+pub(crate) async fn to_http_request(mut req: Request, cap: usize) -> Result<HttpRequest> {
+    use futures_util::StreamExt;
     let method = req.method().to_string().to_ascii_uppercase();
     let path = req.path();
-    let headers = req
+    let headers: Vec<(String, String)> = req
         .headers()
         .entries()
         .map(|(k, v)| (k.to_ascii_lowercase(), v))
         .collect();
-    let body = if method == "GET" || method == "HEAD" {
-        Vec::new()
-    } else {
-        req.bytes().await?
-    };
+    let declared = headers
+        .iter()
+        .find(|(k, _)| k == "content-length")
+        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
+    let mut body = Vec::new();
+    let readable = !(method == "GET" || method == "HEAD");
+    if readable && declared.is_none_or(|n| n <= cap as u64) {
+        let mut stream = req.stream()?;
+        while let Some(chunk) = stream.next().await {
+            body.extend_from_slice(&chunk?);
+            if body.len() > cap {
+                break;
+            }
+        }
+    }
     Ok(HttpRequest {
         method,
         path,

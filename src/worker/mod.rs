@@ -61,16 +61,16 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Server>,
 
 /// The Worker's `fetch` event.
 pub async fn fetch(req: Request, env: Env, build: Build) -> Result<Response> {
-    let http = match to_http_request(req).await {
-        Ok(r) => r,
-        Err(e) => return Response::error(format!("unreadable request: {e}"), 400),
-    };
     let server = match server(&env, build) {
         Ok(s) => s,
         Err(e) => {
             worker::console_error!("{}", e.message);
             return to_worker_response(error_response(&e, None), None);
         }
+    };
+    let http = match to_http_request(req, server.config.max_body_bytes).await {
+        Ok(r) => r,
+        Err(e) => return Response::error(format!("unreadable request: {e}"), 400),
     };
     let now = request_env();
     match host::route(&server, &http, &now) {

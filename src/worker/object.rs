@@ -48,11 +48,11 @@ impl Object {
 
     /// A request the Worker forwarded here.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
-        let http = to_http_request(req).await?;
         let server = match server(&self.env, self.build) {
             Ok(s) => s,
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
+        let http = to_http_request(req, server.config.max_body_bytes).await?;
         let sql = self.state.storage().sql();
         let call = SqliteStore::new(sql.clone());
         let session = SqliteSessionStore::new(sql);

@@ -44,8 +44,8 @@ function claimsOf(state) {
   return JSON.parse(Buffer.from(payload, 'base64url').toString('utf8'));
 }
 
-function deployArgs(service, ticketUrl) {
-  return ticketUrl === undefined ? { service } : { service, ticket_url: ticketUrl };
+function deployArgs(service) {
+  return { service };
 }
 
 const ELICITED = (target) => ({ target: { action: 'accept', content: { target } } });
@@ -100,9 +100,10 @@ describe('durable deploy across restarts, lost storage and races', () => {
   test('durable mode survives a restart between two rounds', async () => {
     const hook = await webhook();
     const P = freshPersistDir();
-    const args = deployArgs('api', hook.url('/restart'));
+    const args = deployArgs('api');
+    const vars = { TICKET_WEBHOOK: hook.url('/restart') };
 
-    const first = await wrangler({ persistTo: P });
+    const first = await wrangler({ persistTo: P, vars });
     const s1 = await startDeploy(first.url, args);
     const s2 = await answerTarget(first.url, args, s1, 'staging');
     assert.equal(claimsOf(s2).durable, true);
@@ -110,18 +111,21 @@ describe('durable deploy across restarts, lost storage and races', () => {
     assert.equal(hook.count(), 0, 'no ticket before the safety answer');
     await first.stop();
 
-    const second = await wrangler({ persistTo: P });
+    const second = await wrangler({ persistTo: P, vars });
     assert.notEqual(second.port, first.port);
     const done = await answerSafety(second.url, args, s2);
     assertCompleted(done, 'Deployed api to staging (ticket T-1).');
     assert.equal(hook.count('/restart'), 1);
     assert.deepEqual(hook.hits[0].body, { service: 'api', target: 'staging' });
 
-    // The token alone cannot know it was used: the refusal comes from the
-    // Durable Object storage that survived the restart.
+    // The token alone cannot know it was used: what the retries get comes
+    // from the Durable Object storage that survived the restart. An exact
+    // retry (the reply was lost) gets the same reply; other answers are refused.
     const replay = await answerSafety(second.url, args, s2, { id: 4 });
-    assertRefused(replay, 400, /already used/);
-    assert.equal(hook.count('/restart'), 1, 'the replay opened no second ticket');
+    assertCompleted(replay, 'Deployed api to staging (ticket T-1).');
+    const other = await callTool(second.url, 'deploy', args, { requestState: s2, inputResponses: SAMPLED('no') }, { id: 5 });
+    assertRefused(other, 400, /already used/);
+    assert.equal(hook.count('/restart'), 1, 'the retries opened no second ticket');
     await second.stop();
     await hook.stop();
   });
@@ -131,23 +135,27 @@ describe('durable deploy across restarts, lost storage and races', () => {
     const P1 = freshPersistDir();
     const P2 = freshPersistDir();
     assert.notEqual(P1, P2);
-    const args = deployArgs('api', hook.url('/rebuild'));
+    const args = deployArgs('api');
+    const vars = { TICKET_WEBHOOK: hook.url('/rebuild') };
 
-    const first = await wrangler({ persistTo: P1 });
+    const first = await wrangler({ persistTo: P1, vars });
     const s1 = await startDeploy(first.url, args);
     const s2 = await answerTarget(first.url, args, s1, 'production');
     assert.ok(claimsOf(s2).journal, 'the round-2 token carries the journal');
     await first.stop();
 
-    const second = await wrangler({ persistTo: P2 });
+    const second = await wrangler({ persistTo: P2, vars });
     const done = await answerSafety(second.url, args, s2);
     assertCompleted(done, 'Deployed api to production (ticket T-1).');
     assert.equal(hook.count('/rebuild'), 1);
     assert.deepEqual(hook.hits[0].body, { service: 'api', target: 'production' });
 
-    // The rebuilt call is now stored on P2, so a replay there is refused.
+    // The rebuilt call is now stored on P2: an exact retry gets the same
+    // reply, other answers are refused, and no second ticket is opened.
     const replay = await answerSafety(second.url, args, s2, { id: 4 });
-    assertRefused(replay, 400, /already used/);
+    assertCompleted(replay, 'Deployed api to production (ticket T-1).');
+    const other = await callTool(second.url, 'deploy', args, { requestState: s2, inputResponses: SAMPLED('no') }, { id: 5 });
+    assertRefused(other, 400, /already used/);
     assert.equal(hook.count('/rebuild'), 1);
     await second.stop();
     await hook.stop();
@@ -157,30 +165,32 @@ describe('durable deploy across restarts, lost storage and races', () => {
     // The webhook holds its answer back so the winning retry is still
     // running (claimed) when the other arrives.
     const hook = await webhook({ delayMs: 300 });
-    const server = await wrangler();
+    const server = await wrangler({ vars: { TICKET_WEBHOOK: hook.url('/race') } });
     const outcomes = [];
+    const ticketsFor = (service) => hook.hits.filter((h) => h.body?.service === service);
     for (const n of [1, 2, 3]) {
-      const path = `/race-${n}`;
-      const args = deployArgs(`svc${n}`, hook.url(path));
+      const args = deployArgs(`svc${n}`);
       const s1 = await startDeploy(server.url, args);
       const s2 = await answerTarget(server.url, args, s1, 'staging');
 
+      // One runs the round; the other finds it running (409, -32010: try
+      // again) or, arriving after it finished, gets the same reply.
       const replies = await Promise.all([answerSafety(server.url, args, s2), answerSafety(server.url, args, s2)]);
-      const wins = replies.filter((r) => r.status === 200);
-      const losses = replies.filter((r) => r.status !== 200);
-      assert.equal(wins.length, 1, `race ${n}: ${replies.map((r) => r.text).join(' | ')}`);
-      assertCompleted(wins[0], `Deployed svc${n} to staging (ticket T-1).`);
-      assert.equal(losses.length, 1);
-      const [loss] = losses;
-      assert.equal(loss.json?.error?.code, -32602, loss.text);
-      if (loss.status === 409) assert.match(loss.json.error.message, /^Conflict: another retry of this round is running/);
-      else assertRefused(loss, 400, /already used/);
-      outcomes.push(loss.status);
-      assert.equal(hook.count(path), 1, `race ${n}: the ticket webhook ran once`);
-      assert.deepEqual(hook.hits.find((h) => h.path === path).body, { service: `svc${n}`, target: 'staging' });
+      const done = replies.filter((r) => r.status === 200);
+      const busy = replies.filter((r) => r.status === 409);
+      assert.ok(done.length >= 1, `race ${n}: ${replies.map((r) => r.text).join(' | ')}`);
+      assert.equal(done.length + busy.length, 2, `race ${n}: ${replies.map((r) => r.text).join(' | ')}`);
+      for (const r of done) assertCompleted(r, `Deployed svc${n} to staging (ticket T-${n}).`);
+      for (const r of busy) {
+        assert.equal(r.json?.error?.code, -32010, r.text);
+        assert.match(r.json.error.message, /^Conflict: another retry of this round is running/);
+      }
+      outcomes.push(busy.length ? 409 : 200);
+      assert.equal(ticketsFor(`svc${n}`).length, 1, `race ${n}: the ticket webhook ran once`);
+      assert.deepEqual(ticketsFor(`svc${n}`)[0].body, { service: `svc${n}`, target: 'staging' });
     }
     assert.equal(hook.count(), 3, 'one ticket per call, three calls');
-    // Report how the losers lost (409 while running, 400 after completion).
+    // Report how the second copies fared (409 while running, 200 after).
     t.diagnostic(`losing statuses: ${outcomes.join(', ')}`);
     await server.stop();
     await hook.stop();
@@ -189,12 +199,13 @@ describe('durable deploy across restarts, lost storage and races', () => {
   test('a token signed with the previous key of the ring still completes its call', async () => {
     const hook = await webhook();
     const P = freshPersistDir();
-    const argsA = deployArgs('api', hook.url('/rotate'));
+    const argsA = deployArgs('api');
     const argsB = deployArgs('web');
+    const TICKET_WEBHOOK = hook.url('/rotate');
 
     // Only the old key: its tokens say kid "old" (so --var STATE_KEYS
     // overrides the one in .dev.vars).
-    const oldOnly = await wrangler({ persistTo: P, vars: { STATE_KEYS: OLD_KEY } });
+    const oldOnly = await wrangler({ persistTo: P, vars: { STATE_KEYS: OLD_KEY, TICKET_WEBHOOK } });
     const a1 = await startDeploy(oldOnly.url, argsA);
     const a2 = await answerTarget(oldOnly.url, argsA, a1, 'staging');
     const b1 = await startDeploy(oldOnly.url, argsB);
@@ -203,7 +214,7 @@ describe('durable deploy across restarts, lost storage and races', () => {
     await oldOnly.stop();
 
     // Rotated: new key first, old key kept for verification.
-    const rotated = await wrangler({ persistTo: P, vars: { STATE_KEYS: `${NEW_KEY},${OLD_KEY}` } });
+    const rotated = await wrangler({ persistTo: P, vars: { STATE_KEYS: `${NEW_KEY},${OLD_KEY}`, TICKET_WEBHOOK } });
     const done = await answerSafety(rotated.url, argsA, a2);
     assertCompleted(done, 'Deployed api to staging (ticket T-1).');
     assert.equal(hook.count('/rotate'), 1);
@@ -212,7 +223,7 @@ describe('durable deploy across restarts, lost storage and races', () => {
     await rotated.stop();
 
     // The old key dropped: an old-key token is refused, a new-key one goes on.
-    const newOnly = await wrangler({ persistTo: P, vars: { STATE_KEYS: NEW_KEY } });
+    const newOnly = await wrangler({ persistTo: P, vars: { STATE_KEYS: NEW_KEY, TICKET_WEBHOOK } });
     const refused = await callTool(newOnly.url, 'deploy', argsB, { requestState: b1, inputResponses: ELICITED('staging') });
     assertRefused(refused, 400, /^Invalid request state: signature does not verify$/);
     const c2 = await answerTarget(newOnly.url, deployArgs('cache'), c1, 'staging');
@@ -305,14 +316,18 @@ describe('token failure classes over HTTP are -32602 with HTTP 400', () => {
     await answerTarget(server.url, deployArgs('api'), s1, 'staging');
   });
 
-  test('a replayed round is refused, the last one and an earlier one alike', async () => {
+  test('an answered round gives its exact retry the same reply and refuses other answers, the last round and an earlier one alike', async () => {
     const args = deployArgs('api');
     const s1 = await startDeploy(server.url, args);
     const s2 = await answerTarget(server.url, args, s1, 'production');
     const done = await answerSafety(server.url, args, s2);
     assert.equal(done.status, 200, done.text);
     assert.match(done.json.result.content[0].text, /^Deployed api to production \(ticket CHG-[0-9A-F]{8}\)\.$/);
-    assertRefused(await answerSafety(server.url, args, s2, { id: 9 }), 400, /^Invalid request state: already used/);
+    const again = await answerSafety(server.url, args, s2, { id: 9 });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.json.result, done.json.result);
+    assertRefused(await callTool(server.url, 'deploy', args, { requestState: s2, inputResponses: SAMPLED('no') }),
+      400, /^Invalid request state: already used/);
     const earlier = await callTool(server.url, 'deploy', args, { requestState: s1, inputResponses: ELICITED('staging') });
     assertRefused(earlier, 400, /^Invalid request state: already used/);
   });

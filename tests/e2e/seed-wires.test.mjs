@@ -73,11 +73,16 @@ describe('seed 000: tools/callSaga and tools/resumeSaga', () => {
     assert.match(final.content[0].text, /^Deployed api to production \(ticket CHG-[0-9A-F]{8}\)\.$/);
     assert.notEqual(final.isError, true);
 
-    // deploy is durable: the same resume again is a replay.
+    // deploy is durable: the same resume again (its reply was lost) gets
+    // the same result; a resume with other answers is refused.
     const replay = await post({ ...resume3, id: 'client-req-4' });
-    assert.equal(replay.status, 400, replay.text);
-    assert.equal(replay.json.error.code, -32602);
-    assert.match(replay.json.error.message, /already used/);
+    assert.equal(replay.status, 200, replay.text);
+    assert.deepEqual(replay.json.result, final);
+    const otherSample = { ...sampled, result: { ...sampled.result, content: { type: 'text', text: 'no' } } };
+    const other = await post({ ...resume3, id: 'client-req-5', params: { ...resume3.params, completedSteps: [elicited, otherSample] } });
+    assert.equal(other.status, 400, other.text);
+    assert.equal(other.json.error.code, -32602);
+    assert.match(other.json.error.message, /already used/);
   });
 
   test('a saga step that failed on the client reaches the tool with its error message', async () => {

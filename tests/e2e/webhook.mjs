@@ -1,4 +1,4 @@
-// A loopback change-ticket webhook for the `deploy` tool's `ticket_url`,
+// A loopback change-ticket webhook for the `deploy` tool (TICKET_WEBHOOK),
 // counting the side effects it receives, plus a small request helper for
 // the 2026-07-28 `tools/call` wire used by the durable tests.
 import { createServer } from 'node:http';
@@ -21,7 +21,7 @@ export async function startWebhook(opts = {}) {
     req.on('end', () => {
       let body;
       try { body = JSON.parse(raw); } catch { body = raw; }
-      hits.push({ path: req.url, method: req.method, body });
+      hits.push({ path: req.url, method: req.method, body, idempotencyKey: req.headers['idempotency-key'] });
       const n = hits.filter((h) => h.path === req.url).length;
       setTimeout(() => {
         res.setHeader('content-type', 'application/json');

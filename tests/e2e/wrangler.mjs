@@ -56,6 +56,10 @@ export async function startWrangler(opts = {}) {
   const url = `http://127.0.0.1:${port}/mcp`;
   const server = {
     url, port, persistTo, pid: child.pid, logPath,
+    /** kill -9 of wrangler and workerd: a crash, no clean shutdown. */
+    kill() {
+      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((ok) => child.once('exit', ok));

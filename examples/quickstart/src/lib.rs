@@ -85,10 +85,13 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
         )));
     }
     let webhook = cx.state::<Settings>()?.ticket_webhook.clone();
+    // The same on every round and retry of this call: the webhook can tell a
+    // retry (after a crash in the middle of the POST) from a new ticket.
+    let key = cx.idempotency_key("ticket");
     // A side effect runs once per call: a replay gets the recorded ticket.
     let ticket: String = cx
         .once("ticket", async || {
-            open_ticket(webhook, service, target).await
+            open_ticket(webhook, &key, service, target).await
         })
         .await?;
     Ok(text(format!(
@@ -99,14 +102,16 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
 /// Opens a change ticket with the webhook, or makes one up without it.
 async fn open_ticket(
     webhook: Option<String>,
+    idempotency_key: &str,
     service: &str,
     target: &str,
 ) -> Result<String, ToolError> {
     let Some(url) = webhook else {
         return Ok(format!("LOCAL-{service}-{target}"));
     };
-    let answer =
-        outbound::post_json(&url, &json!({"service": service, "target": target}), &[]).await?;
+    let body = json!({"service": service, "target": target});
+    let headers = [("idempotency-key", idempotency_key)];
+    let answer = outbound::post_json(&url, &body, &headers).await?;
     answer["ticket"]
         .as_str()
         .map(str::to_string)

@@ -11,6 +11,14 @@ use durable_mcp::{
     ask, text, CallToolResult, Cx, Elicitation, Json, Registry, Resource, Tool, ToolError,
 };
 
+/// What the examples read from the Worker's configuration.
+pub(crate) struct Settings {
+    /// `TICKET_WEBHOOK`: where `deploy` opens change tickets (unset: a
+    /// ticket id is derived locally). Configuration, never an argument, so
+    /// no caller can make the Worker send requests where it likes.
+    pub(crate) ticket_webhook: Option<String>,
+}
+
 /// Registers the examples.
 pub(crate) fn register(r: &mut Registry) {
     r.tool(
@@ -43,11 +51,6 @@ pub(crate) fn register(r: &mut Registry) {
 struct DeployArgs {
     /// What to deploy
     service: String,
-    /// Test-only change-ticket webhook: POSTed {service, target} once per
-    /// call; its JSON answer's `ticket` is the ticket id (the e2e tests
-    /// point each call at their own loopback hook).
-    #[serde(default)]
-    ticket_url: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema, Clone, Copy)]
@@ -106,8 +109,12 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
             verdict.text()
         )));
     }
+    let webhook = cx.state::<Settings>()?.ticket_webhook.clone();
+    let key = cx.idempotency_key("ticket");
     let ticket: String = cx
-        .once("ticket", async || open_ticket(&args, target).await)
+        .once("ticket", async || {
+            open_ticket(webhook, &key, &args, target).await
+        })
         .await?;
     Ok(text(format!(
         "Deployed {} to {target} (ticket {ticket}).",
@@ -115,14 +122,21 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
     )))
 }
 
-/// The side effect: a change ticket from the webhook when one is given,
-/// otherwise an id derived from the request. `cx.once` makes sure a replay
-/// never opens a second ticket.
-async fn open_ticket(args: &DeployArgs, target: &str) -> Result<String, ToolError> {
-    match &args.ticket_url {
+/// The side effect: a change ticket from the webhook when one is
+/// configured, otherwise an id derived from the request. `cx.once` makes
+/// sure a replay never opens a second ticket; the idempotency key lets the
+/// webhook recognize a retry after a crash in the middle of the POST.
+async fn open_ticket(
+    webhook: Option<String>,
+    key: &str,
+    args: &DeployArgs,
+    target: &str,
+) -> Result<String, ToolError> {
+    match webhook {
         Some(url) => {
             let body = json!({"service": args.service, "target": target});
-            let answer = durable_mcp::outbound::post_json(url, &body, &[]).await?;
+            let headers = [("idempotency-key", key)];
+            let answer = durable_mcp::outbound::post_json(&url, &body, &headers).await?;
             answer["ticket"]
                 .as_str()
                 .map(str::to_string)

@@ -12,16 +12,15 @@ mod fixtures;
 
 use durable_mcp::{Bindings, Registry};
 
-/// Everything this worker serves.
-pub fn registry() -> Registry {
+/// Everything this worker serves, configured from `env`.
+pub fn registry(env: &Bindings) -> Registry {
     let mut r = Registry::new();
+    r.state(examples::Settings {
+        ticket_webhook: env.var("TICKET_WEBHOOK"),
+    });
     examples::register(&mut r);
     fixtures::register(&mut r);
     r
 }
 
-fn server(_: &Bindings) -> Registry {
-    registry()
-}
-
-durable_mcp::entry!(server);
+durable_mcp::entry!(registry);

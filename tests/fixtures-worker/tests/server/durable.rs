@@ -65,24 +65,126 @@ fn answer(h: &mut TestServer, state: &str) -> crate::Reply {
     )
 }
 
-/// A round is accepted once: the same state again is a replay, refused.
+/// A round is accepted once. An exact retry (same state, same answers: the
+/// client lost the reply) gets the same reply again without running
+/// anything; a retry with other answers is refused.
 #[test]
-fn a_replayed_round_is_refused_and_the_effect_ran_once() {
+fn an_exact_retry_gets_the_same_reply_and_other_answers_are_refused() {
     let (mut h, effects) = with_counter();
     let state = first_round(&mut h);
-    let r = answer(&mut h, &state);
+    let first = answer(&mut h, &state);
     assert_eq!(
-        r.json["result"]["content"][0]["text"], "booking 1 accept",
+        first.json["result"]["content"][0]["text"], "booking 1 accept",
         "{}",
-        r.json
+        first.json
     );
-    let r = answer(&mut h, &state);
-    assert_error(&r, 400, -32602);
-    assert!(r.json["error"]["message"]
+    let again = answer(&mut h, &state);
+    assert_eq!(again.status, 200, "{}", again.json);
+    assert_eq!(again.json, first.json, "the same reply, byte for byte");
+    let other = h.call(
+        "tools/call",
+        json!({"name": "book", "arguments": {}, "requestState": state,
+               "inputResponses": {"confirm": {"action": "decline"}}}),
+    );
+    assert_error(&other, 400, -32602);
+    assert!(other.json["error"]["message"]
         .as_str()
         .unwrap_or_default()
         .contains("already used"));
     assert_eq!(effects.get(), 1);
+}
+
+/// A lost `input_required` reply is recoverable too: the retry gets the
+/// same requests and the same next state, which still continues the call.
+#[test]
+fn an_exact_retry_of_a_paused_round_gets_the_same_next_state() {
+    let mut h = Harness::new();
+    let args = json!({"service": "api"});
+    let r1 = h.call_tool("deploy", args.clone(), json!({}));
+    let s1 = r1.json["result"]["requestState"].clone();
+    let target = json!({"requestState": s1,
+        "inputResponses": {"target": {"action": "accept", "content": {"target": "staging"}}}});
+    let r2 = h.call_tool("deploy", args.clone(), target.clone());
+    assert_eq!(
+        r2.json["result"]["resultType"], "input_required",
+        "{}",
+        r2.json
+    );
+    let again = h.call_tool("deploy", args.clone(), target);
+    assert_eq!(again.json, r2.json);
+    let s2 = again.json["result"]["requestState"].clone();
+    let done = h.call_tool(
+        "deploy",
+        args,
+        json!({"requestState": s2, "inputResponses":
+            {"safety": {"role": "assistant", "content": {"type": "text", "text": "yes"}}}}),
+    );
+    assert_eq!(
+        done.json["result"]["resultType"], "complete",
+        "{}",
+        done.json
+    );
+}
+
+/// `cx.once` in a stateless tool is refused: its requestState could be
+/// replayed until it expires and run the effect again.
+#[test]
+fn once_in_a_stateless_tool_is_refused() {
+    let mut h = Harness::new();
+    h.server.registry.tool(Tool::new(
+        "stateless_once",
+        async |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+            let n: u32 = cx.once("n", async || Ok(1)).await?;
+            Ok(text(n.to_string()))
+        },
+    ));
+    let r = h.call_tool("stateless_once", json!({}), json!({}));
+    assert_error(&r, 500, -32603);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("needs a durable tool"));
+}
+
+/// The idempotency key of an effect is the same on every round and retry
+/// of a call, and differs between calls.
+#[test]
+fn idempotency_keys_are_stable_per_call() {
+    let mut h = Harness::new();
+    h.server.registry.tool(
+        Tool::new(
+            "keys",
+            async |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+                let before = cx.idempotency_key("fx");
+                cx.elicit_with(
+                    "go",
+                    form("Go?", json!({"type": "object", "properties": {}})),
+                )
+                .await?;
+                Ok(text(format!("{before} {}", cx.idempotency_key("fx"))))
+            },
+        )
+        .durable(),
+    );
+    let mut keys = Vec::new();
+    for _ in 0..2 {
+        let r = h.call_tool("keys", json!({}), json!({}));
+        let state = r.json["result"]["requestState"].clone();
+        let r = h.call_tool(
+            "keys",
+            json!({}),
+            json!({"requestState": state, "inputResponses": {"go": {"action": "accept", "content": {}}}}),
+        );
+        let text = r.json["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let (a, b) = text.split_once(' ').expect("two keys");
+        assert_eq!(a, b, "the same key in both rounds");
+        assert!(a.ends_with(":fx"), "{a}");
+        keys.push(a.to_string());
+    }
+    assert_ne!(keys[0], keys[1], "another call, another key");
 }
 
 /// A retry while the same round is running is a conflict, not a second run.
@@ -98,7 +200,7 @@ fn a_concurrent_retry_of_a_running_round_conflicts() {
         object.call.save(&call).expect("save");
     }
     let r = answer(&mut h, &state);
-    assert_error(&r, 409, -32602);
+    assert_error(&r, 409, -32010);
     // A claim older than the timeout is taken to have died and is taken over.
     h.now_ms += 120_000;
     let r = answer(&mut h, &state);

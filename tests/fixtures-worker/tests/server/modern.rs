@@ -473,3 +473,68 @@ fn list_changes_reach_the_listeners_that_asked() {
         "the change is not sent on the call's own reply"
     );
 }
+
+/// A result that breaks its tool's outputSchema is a tool error: `add` of
+/// two huge numbers overflows to infinity, which JSON can only write as null.
+#[test]
+fn a_result_that_breaks_the_output_schema_is_a_tool_error() {
+    let mut h = Harness::new();
+    let r = h.call_tool("add", json!({"a": 1e308, "b": 1e308}), json!({}));
+    assert_eq!(r.status, 200, "{}", r.json);
+    let res = &r.json["result"];
+    assert_eq!(res["isError"], true, "{}", r.json);
+    let text = res["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(
+        text.contains("does not match its outputSchema") && text.contains("$.sum is null"),
+        "{text}"
+    );
+    assert!(res.get("structuredContent").is_none());
+}
+
+/// The smaller transport rules: the media type exactly, JSON-RPC errors on
+/// every path, a session id that cannot name a session, the declared length.
+#[test]
+fn transport_edges_get_their_own_status_and_code() {
+    let mut h = Harness::with_config(|c| c.max_body_bytes = 64);
+    let ping = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let r = h.raw("POST", &[("content-type", "application/jsonx")], ping);
+    assert_error(&r, 415, -32600);
+    let r = h.raw(
+        "POST",
+        &[("content-type", "application/json; charset=utf-8")],
+        ping,
+    );
+    assert_ne!(r.status, 415, "parameters after the media type are fine");
+
+    let other = durable_mcp::http::HttpRequest::post(
+        "/other",
+        &[
+            ("host", "localhost:8787"),
+            ("content-type", "application/json"),
+        ],
+        ping,
+    );
+    let r = h.send(other);
+    assert_error(&r, 404, -32600);
+
+    let r = h.raw(
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("mcp-session-id", "not a session!"),
+        ],
+        ping,
+    );
+    assert_error(&r, 404, -32001);
+
+    // Declared over the limit: refused before the body matters.
+    let r = h.raw(
+        "POST",
+        &[
+            ("content-type", "application/json"),
+            ("content-length", "100000"),
+        ],
+        "{}",
+    );
+    assert_error(&r, 413, -32600);
+}

@@ -423,3 +423,152 @@ fn a_checkpoint_closes_the_stream_and_the_get_continues_the_call() {
         .unwrap_or_default()
         .starts_with("Reconnection test completed"));
 }
+
+/// A session belongs to the principal that opened it: to anyone else it is
+/// not found, for every kind of request.
+#[test]
+fn a_session_is_bound_to_its_principal() {
+    let mut h = Harness::with_config(|c| {
+        c.api_tokens = vec![
+            ("tok-alice".into(), "alice".into()),
+            ("tok-bob".into(), "bob".into()),
+        ]
+    });
+    let as_user =
+        |h: &mut TestServer, token: &str, sid: Option<&str>, method: &str, body: Value| {
+            let mut headers = vec![
+                ("host".to_string(), "localhost:8787".to_string()),
+                ("content-type".to_string(), "application/json".to_string()),
+                (
+                    "accept".to_string(),
+                    "application/json, text/event-stream".to_string(),
+                ),
+                ("authorization".to_string(), format!("Bearer {token}")),
+            ];
+            if let Some(s) = sid {
+                headers.push(("mcp-session-id".into(), s.into()));
+            }
+            h.send(HttpRequest {
+                method: method.into(),
+                path: "/mcp".into(),
+                headers,
+                body: if method == "POST" {
+                    body.to_string().into_bytes()
+                } else {
+                    Vec::new()
+                },
+            })
+        };
+    let init = as_user(
+        &mut h,
+        "tok-alice",
+        None,
+        "POST",
+        json!({"jsonrpc": "2.0", "id": 0,
+        "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {"elicitation": {}, "sampling": {}}, "clientInfo": {"name": "a", "version": "1"}}}),
+    );
+    let sid = init.header("mcp-session-id").expect("session").to_string();
+    let call = as_user(&mut h, "tok-alice", Some(&sid), "POST", deploy_call());
+    let asked = call
+        .events
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("asked")
+        .clone();
+
+    // Bob cannot ping it, read its stream, answer its question or delete it.
+    let ping = as_user(
+        &mut h,
+        "tok-bob",
+        Some(&sid),
+        "POST",
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_error(&ping, 404, -32001);
+    let read = as_user(&mut h, "tok-bob", Some(&sid), "GET", Value::Null);
+    assert_eq!(read.status, 404, "{}", read.json);
+    let answer = as_user(
+        &mut h,
+        "tok-bob",
+        Some(&sid),
+        "POST",
+        json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"target": "production"}}}),
+    );
+    assert_error(&answer, 404, -32001);
+    let delete = as_user(&mut h, "tok-bob", Some(&sid), "DELETE", Value::Null);
+    assert_eq!(delete.status, 404);
+
+    // Alice's call is untouched: her own answer is the one that counts.
+    let pushed = h.pushes.len();
+    let mine = as_user(
+        &mut h,
+        "tok-alice",
+        Some(&sid),
+        "POST",
+        json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"target": "staging"}}}),
+    );
+    assert_eq!(mine.status, 202);
+    let next = h.pushes[pushed..]
+        .iter()
+        .flat_map(|p| &p.events)
+        .filter_map(|e| serde_json::from_str::<Value>(&e.data).ok())
+        .find(|m| m["method"] == "sampling/createMessage")
+        .expect("the next question went out");
+    assert!(next["params"].to_string().contains("staging"), "{next}");
+}
+
+/// A duplicate of the answer that completes a round, arriving while that
+/// round runs (a client retrying after a timeout), does not run it again;
+/// once the claim is older than the claim timeout, a retry takes over.
+#[test]
+fn a_duplicate_answer_does_not_run_a_claimed_round_again() {
+    let mut h = Harness::new();
+    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
+    let call = post(&mut h, Some(&sid), deploy_call());
+    let asked = call
+        .events
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("asked")
+        .clone();
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"target": "staging"}}});
+    // Another copy of this answer claimed the round a moment ago and is
+    // still running it (awaiting a webhook, say).
+    let name = format!("session:{sid}");
+    {
+        use durable_mcp::session::SessionStore;
+        let store = &h.objects[&name].session;
+        let mut c = store.call("c1").expect("load").expect("the call");
+        c.journal.accept_answers([(
+            "target".to_string(),
+            Ok(json!({"action": "accept", "content": {"target": "staging"}})),
+        )]);
+        c.claimed_at_ms = h.now_ms;
+        store.put_call(&c).expect("save");
+    }
+    let pushed = h.pushes.len();
+    let dup = post(&mut h, Some(&sid), answer.clone());
+    assert_eq!(dup.status, 202);
+    assert_eq!(
+        h.pushes.len(),
+        pushed,
+        "the duplicate ran nothing and sent nothing"
+    );
+    // The claim dies with its isolate: after the timeout a retry runs the round.
+    h.now_ms += h.server.config.claim_timeout_ms;
+    let retry = post(&mut h, Some(&sid), answer);
+    assert_eq!(retry.status, 202);
+    let sent: Vec<Value> = h.pushes[pushed..]
+        .iter()
+        .flat_map(|p| &p.events)
+        .filter_map(|e| serde_json::from_str(&e.data).ok())
+        .collect();
+    assert!(
+        sent.iter().any(|m| m["method"] == "sampling/createMessage"),
+        "{sent:?}"
+    );
+}
