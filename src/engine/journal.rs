@@ -8,6 +8,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use crate::error::McpError;
 use sha2::{Digest, Sha256};
 
 /// The journal format version. Bump it when the shape changes; a journal of
@@ -97,6 +99,29 @@ impl Journal {
         }
     }
 
+    /// Refuses an answer to a pending request whose shape does not fit
+    /// what was asked (an elicitation without a valid `action`, a sampling
+    /// result without `role` and `content`, roots that are not a list):
+    /// `-32602` naming the key. Answers to keys that are not pending are
+    /// not checked (they are offered, and taken only if they fit).
+    pub fn check_answers(
+        &self,
+        answers: &[(String, Result<Value, Value>)],
+    ) -> Result<(), McpError> {
+        for (key, answer) in answers {
+            if let (Some(req), Ok(v)) = (self.pending.get(key), answer) {
+                if !answer_shape_ok(&req.method, v) {
+                    return Err(McpError::invalid_params(format!(
+                        "Invalid params: the answer to {key:?} does not fit {}: {}",
+                        req.method,
+                        expected_shape(&req.method)
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Records client answers to pending requests. Keys that were not asked
     /// are ignored (MRTR: extra keys are ignored). Returns how many were taken.
     pub fn accept_answers(
@@ -134,6 +159,18 @@ pub fn answer_shape_ok(method: &str, value: &Value) -> bool {
         "sampling/createMessage" => value.get("role").is_some() && value.get("content").is_some(),
         "roots/list" => value.get("roots").is_some_and(Value::is_array),
         _ => value.is_object(),
+    }
+}
+
+/// What a fitting answer to `method` looks like, for error messages.
+fn expected_shape(method: &str) -> &'static str {
+    match method {
+        "elicitation/create" => {
+            "an object with action \"accept\", \"decline\" or \"cancel\" (and an object content)"
+        }
+        "sampling/createMessage" => "an object with role and content",
+        "roots/list" => "an object with a roots array",
+        _ => "an object",
     }
 }
 

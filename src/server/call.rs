@@ -176,6 +176,15 @@ pub(crate) async fn run_round(
         }
     };
 
+    // One rule on every wire: an answer whose shape does not fit what was
+    // asked is refused (-32602), and the question stays open for a
+    // corrected answer (in durable mode the claim is released).
+    if let Err(e) = journal.check_answers(&input.answers) {
+        if let Some(d) = durable {
+            finish(d, &journal, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
+        }
+        return Err(e);
+    }
     // The client came back: checkpoints are passed.
     let passed = InputRequest::checkpoints_passed(&journal.pending);
     journal.accept_answers(passed);

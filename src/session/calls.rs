@@ -100,8 +100,12 @@ pub(super) async fn answer(
         // right now: running it again would repeat its side effects.
         return Ok(Vec::new());
     }
+    // The same rule as every wire: a wrong-shaped answer is refused and the
+    // question stays open for a corrected one.
+    let answer = [(key, outcome)];
+    call.journal.check_answers(&answer)?;
     call.last_contact_ms = env.now_ms;
-    call.journal.accept_answers([(key, outcome)]);
+    call.journal.accept_answers(answer);
     // The client is here: checkpoints left in this round pass too.
     if !call.journal.pending.is_empty() && !continue_after_checkpoints(&mut call) {
         store.put_call(&call)?;

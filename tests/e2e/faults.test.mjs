@@ -4,7 +4,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshPersistDir, startWrangler } from './wrangler.mjs';
-import { parseSse } from './sse.mjs';
+import { parseSse, SseReader, TIMEOUT } from './sse.mjs';
 import { callTool, startWebhook } from './webhook.mjs';
 
 const SESSION = '2025-11-25';
@@ -22,7 +22,7 @@ after(async () => {
 });
 
 /** A session-wire POST (or GET/DELETE) as `token` (none: no Authorization). */
-async function send(url, { sid, token, method = 'POST', body, lastEventId } = {}) {
+async function send(url, { sid, token, method = 'POST', body, lastEventId, timeoutMs = 20_000 } = {}) {
   const headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
   if (sid) {
     headers['mcp-session-id'] = sid;
@@ -31,7 +31,7 @@ async function send(url, { sid, token, method = 'POST', body, lastEventId } = {}
   if (token) headers.authorization = `Bearer ${token}`;
   if (lastEventId) headers['last-event-id'] = lastEventId;
   const r = await fetch(url, {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(20_000),
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal: AbortSignal.timeout(timeoutMs),
   });
   const text = await r.text();
   const ct = r.headers.get('content-type') ?? '';
@@ -236,3 +236,136 @@ describe('kill -9 between rounds, on every stateless wire', () => {
     });
   }
 });
+
+/** The last round (the safety verdict, which opens the ticket) on each stateless wire. */
+const LAST = {
+  mrtr: {
+    state: (r) => r.json.result.requestState,
+    send: (url, s) => callTool(url, 'deploy', DEPLOY.arguments, { requestState: s, inputResponses: { safety: SAMPLED } }, { id: 3 }),
+  },
+  saga: {
+    state: (r, first) => ({ token: r.json.result.sagaToken, done: [{ stepId: first.stepId, result: TARGET }], stepId: r.json.result.steps[0].stepId }),
+    send: (url, s) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/resumeSaga',
+      params: { sagaToken: s.token, completedSteps: [...s.done, { stepId: s.stepId, result: SAMPLED }] } }),
+  },
+  sketch: {
+    state: (r) => r.json.requestState,
+    send: (url, s) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: DEPLOY, requestState: s,
+      dependent_responses: { safety: { result: SAMPLED } } }),
+  },
+};
+
+describe('duplicates and lost replies on every stateless wire', () => {
+  for (const [wire, w] of Object.entries(WIRES)) {
+    test(`${wire}: two copies of the last round at once open one ticket; an exact retry after gets the same reply`, async () => {
+      const hook = await track(startWebhook({ delayMs: 400 }));
+      const server = await track(startWrangler({ vars: { TICKET_WEBHOOK: hook.url(`/${wire}`) } }));
+      const first = await w.start(server.url);
+      const second = LAST[wire].state(await w.next(server.url, first), first);
+      const copies = await Promise.all([LAST[wire].send(server.url, second), LAST[wire].send(server.url, second)]);
+      const done = copies.filter((r) => r.status === 200);
+      const busy = copies.filter((r) => r.status === 409);
+      assert.equal(done.length + busy.length, 2, copies.map((r) => r.text).join(' | '));
+      assert.ok(done.length >= 1, copies.map((r) => r.text).join(' | '));
+      for (const r of done) assert.equal(r.json.result.content[0].text, 'Deployed api to staging (ticket T-1).', r.text);
+      for (const r of busy) assert.equal(r.json.error.code, -32010, r.text);
+      // The reply was lost: the exact retry gets it again, and nothing runs.
+      const again = await LAST[wire].send(server.url, second);
+      assert.equal(again.status, 200, again.text);
+      assert.equal(again.json.result.content[0].text, 'Deployed api to staging (ticket T-1).');
+      assert.equal(hook.count(`/${wire}`), 1, 'one ticket');
+    });
+  }
+});
+
+describe('kill -9 on the session wire', () => {
+  test('during the ticket POST: after a restart and the claim timeout, the answer again runs it with the same Idempotency-Key, and the call completes once', async () => {
+    const hook = await track(startWebhook({ delayMs: 2000 }));
+    const P = freshPersistDir();
+    const vars = { TICKET_WEBHOOK: hook.url('/session-crash'), CLAIM_TIMEOUT_SECONDS: '2' };
+    const first = await track(startWrangler({ persistTo: P, vars }));
+    const sid = await initialize(first.url);
+    const call = await send(first.url, { sid, body: deployCall(5) });
+    const elicit = messages(call.events).find((m) => m.method === 'elicitation/create');
+    await send(first.url, { sid, body: { jsonrpc: '2.0', id: elicit.id, result: TARGET } });
+    const next = await send(first.url, { sid, method: 'GET', lastEventId: 'c1:0' });
+    const sample = messages(next.events).find((m) => m.method === 'sampling/createMessage');
+    const answer = { jsonrpc: '2.0', id: sample.id, result: SAMPLED };
+    const inFlight = send(first.url, { sid, body: answer }).catch((e) => e);
+    for (let i = 0; i < 100 && hook.count('/session-crash') === 0; i++) await sleep(50);
+    assert.equal(hook.count('/session-crash'), 1, 'the effect was in flight');
+    first.kill();
+    await inFlight;
+
+    const second = await track(startWrangler({ persistTo: P, vars }));
+    // Within the claim timeout the round counts as running elsewhere: nothing runs.
+    assert.equal((await send(second.url, { sid, body: answer })).status, 202);
+    assert.equal(hook.count('/session-crash'), 1);
+    await sleep(2500);
+    assert.equal((await send(second.url, { sid, body: answer })).status, 202);
+    const log = await send(second.url, { sid, method: 'GET', lastEventId: 'c1:0' });
+    const results = messages(log.events).filter((m) => m.id === 5 && m.result);
+    assert.equal(results.length, 1, log.text);
+    assert.equal(results[0].result.content[0].text, 'Deployed api to staging (ticket T-2).');
+    const keys = hook.hits.filter((h) => h.path === '/session-crash').map((h) => h.idempotencyKey);
+    assert.equal(keys.length, 2);
+    assert.ok(keys[0]);
+    assert.equal(keys[0], keys[1], 'the same Idempotency-Key both times');
+  });
+
+  test('during a held-open stream (SSE_POLLING=0): the restarted server replays the stream by Last-Event-ID and the call completes', async () => {
+    const P = freshPersistDir();
+    const vars = { SSE_POLLING: '0' };
+    const first = await track(startWrangler({ persistTo: P, vars }));
+    const sid = await initialize(first.url);
+    // The call's stream stays open: read it until the question arrives.
+    const controller = new AbortController();
+    const r = await fetch(first.url, {
+      method: 'POST', signal: controller.signal,
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': SESSION },
+      body: JSON.stringify(deployCall(5)),
+    });
+    const reader = new SseReader(r, controller);
+    let elicit;
+    for (let i = 0; i < 10 && !elicit; i++) {
+      const ev = await reader.next({ timeoutMs: 10_000 });
+      if (ev && ev !== TIMEOUT && ev.message?.method === 'elicitation/create') elicit = ev;
+    }
+    assert.ok(elicit, 'the question came on the held-open stream');
+    first.kill();
+    controller.abort();
+
+    const second = await track(startWrangler({ persistTo: P, vars }));
+    // The stream replays from the log: the question is still there, once.
+    const replayed = await readHeldOpen(second.url, sid, 'c1:0');
+    assert.deepEqual(replayed.filter((m) => m.method === 'elicitation/create').map((m) => m.id), [elicit.message.id]);
+    assert.equal((await send(second.url, { sid, body: { jsonrpc: '2.0', id: elicit.message.id, result: TARGET } })).status, 202);
+    const answeredAfter = await readHeldOpen(second.url, sid, elicit.id);
+    const sample = answeredAfter.find((m) => m.method === 'sampling/createMessage');
+    assert.ok(sample, JSON.stringify(answeredAfter));
+    assert.equal((await send(second.url, { sid, body: { jsonrpc: '2.0', id: sample.id, result: SAMPLED } })).status, 202);
+    const done = await readHeldOpen(second.url, sid, elicit.id);
+    const result = done.filter((m) => m.id === 5 && m.result);
+    assert.equal(result.length, 1, JSON.stringify(done));
+    assert.match(result[0].result.content[0].text, /^Deployed api to staging \(ticket CHG-[0-9A-F]{8}\)\.$/);
+  });
+});
+
+/** Reads a held-open GET after `lastEventId` for a moment; returns its messages. */
+async function readHeldOpen(url, sid, lastEventId) {
+  const controller = new AbortController();
+  const r = await fetch(url, {
+    method: 'GET', signal: controller.signal,
+    headers: { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': SESSION, 'last-event-id': lastEventId },
+  });
+  assert.equal(r.status, 200);
+  const reader = new SseReader(r, controller);
+  const out = [];
+  for (;;) {
+    const ev = await reader.next({ timeoutMs: 1500 });
+    if (ev === TIMEOUT || ev === null) break;
+    if (ev.message) out.push(ev.message);
+  }
+  controller.abort();
+  return out;
+}

@@ -538,3 +538,38 @@ fn transport_edges_get_their_own_status_and_code() {
     );
     assert_error(&r, 413, -32600);
 }
+
+/// One rule for wrong-shaped answers, on every wire: refused with -32602
+/// naming the key, and the question stays open for a corrected answer.
+#[test]
+fn a_wrong_shaped_answer_is_refused_and_the_question_stays_open() {
+    let mut h = Harness::new();
+    let args = json!({"service": "api"});
+    let r1 = h.call_tool("deploy", args.clone(), json!({}));
+    let state = r1.json["result"]["requestState"].clone();
+    let wrong = h.call_tool(
+        "deploy",
+        args.clone(),
+        json!({"requestState": state, "inputResponses": {"target": {"action": "maybe"}}}),
+    );
+    assert_error(&wrong, 400, -32602);
+    let message = wrong.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("\"target\"") && message.contains("elicitation/create"),
+        "{message}"
+    );
+    let fixed = h.call_tool(
+        "deploy",
+        args,
+        json!({"requestState": state, "inputResponses":
+            {"target": {"action": "accept", "content": {"target": "staging"}}}}),
+    );
+    assert_eq!(
+        fixed.json["result"]["resultType"], "input_required",
+        "{}",
+        fixed.json
+    );
+    assert!(fixed.json["result"]["inputRequests"]
+        .get("safety")
+        .is_some());
+}

@@ -572,3 +572,36 @@ fn a_duplicate_answer_does_not_run_a_claimed_round_again() {
         "{sent:?}"
     );
 }
+
+/// On the session wire too, a wrong-shaped answer is refused (400, -32602)
+/// and the question stays open: a corrected answer continues the call.
+#[test]
+fn a_wrong_shaped_session_answer_is_refused_and_a_corrected_one_continues() {
+    let mut h = Harness::new();
+    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
+    let call = post(&mut h, Some(&sid), deploy_call());
+    let asked = call
+        .events
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("asked")
+        .clone();
+    let wrong = post(
+        &mut h,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"content": 5}}),
+    );
+    assert_error(&wrong, 400, -32602);
+    let pushed = h.pushes.len();
+    let fixed = post(
+        &mut h,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": asked["id"],
+        "result": {"action": "accept", "content": {"target": "staging"}}}),
+    );
+    assert_eq!(fixed.status, 202);
+    assert!(h.pushes[pushed..]
+        .iter()
+        .flat_map(|p| &p.events)
+        .any(|e| e.data.contains("sampling/createMessage")));
+}
