@@ -53,9 +53,7 @@ impl Object {
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
         let http = to_http_request(req, server.config.max_body_bytes).await?;
-        let sql = self.state.storage().sql();
-        let call = SqliteStore::new(sql.clone());
-        let session = SqliteSessionStore::new(sql);
+        let (call, session) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
@@ -68,9 +66,7 @@ impl Object {
     pub async fn alarm(&self) -> Result<Response> {
         let server =
             server(&self.env, self.build).map_err(|e| worker::Error::RustError(e.message))?;
-        let sql = self.state.storage().sql();
-        let call = SqliteStore::new(sql.clone());
-        let session = SqliteSessionStore::new(sql);
+        let (call, session) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
@@ -82,6 +78,13 @@ impl Object {
             effects,
         };
         self.apply(reply).await
+    }
+
+    /// The object's SQLite as a durable call's and a session's store (the
+    /// core decides which it is; neither writes until it must).
+    fn storage(&self) -> (SqliteStore, SqliteSessionStore) {
+        let sql = self.state.storage().sql();
+        (SqliteStore::new(sql.clone()), SqliteSessionStore::new(sql))
     }
 
     /// Applies a reply's effects in order, then converts its response

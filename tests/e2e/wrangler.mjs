@@ -1,7 +1,7 @@
 // Starts and stops `wrangler dev` for end-to-end tests: a free port on
 // 127.0.0.1, a fresh (or given) --persist-to directory, stopped by PID.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -28,8 +28,25 @@ export function freshPersistDir() {
 }
 
 /**
+ * The fixtures worker's wrangler.toml as the tests serve it: the bundle the
+ * test script built once, with no build step, so wrangler neither rebuilds
+ * nor restarts the worker when a source file is touched mid-test. Written
+ * beside a copy of .dev.vars (wrangler reads the one next to its config).
+ */
+function prebuiltConfig(dir) {
+  mkdirSync(dir, { recursive: true });
+  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8')
+    .replace(/^\[build\][^[]*/m, '')
+    .replace(/^main = "([^"]+)"/m, (_, main) => `main = ${JSON.stringify(join(ROOT, main))}`);
+  const config = join(dir, 'wrangler.toml');
+  writeFileSync(config, toml);
+  if (existsSync(join(ROOT, '.dev.vars'))) copyFileSync(join(ROOT, '.dev.vars'), join(dir, '.dev.vars'));
+  return config;
+}
+
+/**
  * Starts `wrangler dev` (by default on the fixtures worker, built once by the
- * test script: DMCP_SKIP_BUILD=1). Resolves when /mcp answers.
+ * test script). Resolves when /mcp answers.
  * @param {{persistTo?: string, port?: number, vars?: Record<string,string>,
  *   cwd?: string, env?: Record<string,string>, startupMs?: number}} opts
  *   cwd: a worker directory with its own wrangler.toml (it then builds
@@ -41,6 +58,7 @@ export async function startWrangler(opts = {}) {
   const vars = opts.vars ?? {};
   const args = [WRANGLER, 'dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistTo,
     '--show-interactive-dev-session=false', '--inspector-port', String(await freePort())];
+  if (!opts.cwd) args.push('--config', prebuiltConfig(join(persistTo, 'config')));
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`);
   const logPath = join(persistTo, `wrangler-${port}.log`);
   const log = openSync(logPath, 'a');
