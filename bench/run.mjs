@@ -1,92 +1,253 @@
-// npm run bench: durable-mcp against a plain Worker on the same workerd, in
-// the same run, so the ratios mean something on a noisy machine.
+// npm run bench: durable-mcp against a plain Rust ceiling and the Cloudflare
+// `agents` peer, all in one plain `workerd serve` process, one run, so the
+// ratios mean something on a noisy machine.
 //
-// Measured (sequential requests over one keep-alive connection each):
-//   ceiling     POST to a plain Worker returning a fixed result
-//   stateless   tools/call `add` (2026-07-28: validation, dispatch, JSON)
-//   mrtr        a two-request MRTR round trip (input_required + sealed
-//               state, then the retry that verifies it and completes)
-//   durable     the same round trip on a durable tool (each request goes
-//               through the call's Durable Object and its SQLite)
-// Prints per-scenario median and p95 latency, throughput and the ratio of
-// each median to the ceiling's.
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
-import { freePort, freshPersistDir, startWrangler } from '../tests/e2e/wrangler.mjs';
+// 1. Bundles every worker with `wrangler deploy --dry-run` (ours built with
+//    wasm-opt): bench/ceiling (a plain Rust worker and Durable Object), the
+//    fixtures worker, the quickstart, and the peer (bench/peer, when built).
+// 2. Writes a workerd config serving each on its own loopback port.
+// 3. Drives each scenario with autocannon (CONNECTIONS connections,
+//    DURATION seconds), ROUNDS times, interleaved; reports medians.
+//
+// Env: BENCH_SECONDS (8), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16),
+// BENCH_ONLY (a regex on scenario names), BENCH_SKIP_BUILD=1.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import autocannon from 'autocannon';
+import { freePort } from '../tests/e2e/wrangler.mjs';
 
 const ROOT = resolve(import.meta.dirname, '..');
-const N = Number(process.env.BENCH_N ?? 300);
-const WARMUP = 30;
+const OUT = join(ROOT, 'bench/.out');
+const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
+const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+const KEY = 'bench:bench-key-0123456789abcdef0123456789abcdef';
 
-const META = {
-  'io.modelcontextprotocol/protocolVersion': '2026-07-28',
-  'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} },
-};
-function modern(url, method, params, id) {
-  const headers = {
-    'content-type': 'application/json', accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': '2026-07-28', 'mcp-method': method,
-  };
-  if (params.name) headers['mcp-name'] = params.name;
-  return fetch(url, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id, method, params: { ...params, _meta: META } }) })
-    .then((r) => r.json());
-}
+/** The workers, each bundled from its own directory and config. */
+const WORKERS = [
+  { name: 'ceiling', dir: 'bench/ceiling', classes: { CEILING: 'Ceiling' }, vars: {} },
+  { name: 'fixtures', dir: '.', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp' } },
+  { name: 'quickstart', dir: 'examples/quickstart', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY } },
+];
+const PEER = join(ROOT, 'bench/peer');
 
-async function startCeiling() {
-  const port = await freePort();
-  const child = spawn(process.execPath, [resolve(ROOT, 'node_modules/wrangler/bin/wrangler.js'), 'dev', '--ip', '127.0.0.1',
-    '--port', String(port), '--persist-to', freshPersistDir(), '--show-interactive-dev-session=false',
-    '--inspector-port', String(await freePort())], {
-    cwd: resolve(import.meta.dirname, 'plain'), detached: true, stdio: 'ignore',
-    env: { ...process.env, CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
+function bundle(w) {
+  const out = join(OUT, w.name);
+  rmSync(out, { recursive: true, force: true });
+  const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', out], {
+    cwd: join(ROOT, w.dir), encoding: 'utf8',
+    env: { ...process.env, DMCP_WASM_OPT: '1', DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
   });
-  const url = `http://127.0.0.1:${port}/`;
-  for (let i = 0; i < 480; i++) {
-    try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch { await new Promise((r) => setTimeout(r, 250)); }
-  }
-  return { url, stop: () => { try { process.kill(-child.pid, 'SIGTERM'); } catch {} } };
+  if (r.status !== 0) throw new Error(`bundling ${w.name} failed:\n${r.stdout}\n${r.stderr}`);
+  return out;
 }
 
-async function measure(name, once, requests = 1) {
-  for (let i = 0; i < WARMUP; i++) await once(i);
-  const times = [];
-  const t0 = performance.now();
-  for (let i = 0; i < N; i++) {
-    const s = performance.now();
-    await once(i);
-    times.push(performance.now() - s);
-  }
-  const total = performance.now() - t0;
-  times.sort((a, b) => a - b);
-  return { name, requests, median: times[Math.floor(N / 2)], p95: times[Math.floor(N * 0.95)], perSec: (N / total) * 1000 };
+/** A capnp constant name for a worker (camelCase, no dashes). */
+const ident = (name) => `${name.replace(/-([a-z])/g, (_, c) => c.toUpperCase())}Worker`;
+
+/** One worker of the workerd config: its modules, bindings and objects. */
+function capnpWorker(w, dir) {
+  const files = readdirSync(dir).filter((f) => /\.(m?js|wasm)$/.test(f) && !f.endsWith('.map'));
+  const main = files.find((f) => f === 'shim.js' || f === 'index.js') ?? files.find((f) => f.endsWith('.js'));
+  const mods = [main, ...files.filter((f) => f !== main)].map((f) => {
+    const kind = f.endsWith('.wasm') ? 'wasm' : 'esModule';
+    return `(name = ${JSON.stringify(f)}, ${kind} = embed ${JSON.stringify(relative(OUT, join(dir, f)))})`;
+  });
+  const bindings = [
+    ...Object.entries(w.classes).map(([b, c]) => `(name = ${JSON.stringify(b)}, durableObjectNamespace = ${JSON.stringify(c)})`),
+    ...Object.entries(w.vars).map(([k, v]) => `(name = ${JSON.stringify(k)}, text = ${JSON.stringify(v)})`),
+  ];
+  const namespaces = Object.values(w.classes).map((c) => `(className = ${JSON.stringify(c)}, uniqueKey = ${JSON.stringify(`${w.name}-${c}`)}, enableSql = true)`);
+  return `const ${ident(w.name)} :Workerd.Worker = (
+  modules = [${mods.join(', ')}],
+  compatibilityDate = "2026-04-20",
+  compatibilityFlags = [${(w.flags ?? []).map((f) => JSON.stringify(f)).join(', ')}],
+  bindings = [${bindings.join(', ')}],
+  durableObjectNamespaces = [${namespaces.join(', ')}],
+  durableObjectStorage = ${namespaces.length ? '(localDisk = "do-disk")' : '(none = void)'},
+);`;
 }
 
-const ceiling = await startCeiling();
-const server = await startWrangler();
-try {
-  const results = [];
-  results.push(await measure('ceiling', (i) => fetch(ceiling.url, { method: 'POST', body: JSON.stringify({ jsonrpc: '2.0', id: i }) }).then((r) => r.json())));
-  results.push(await measure('stateless', async (i) => {
-    const r = await modern(server.url, 'tools/call', { name: 'add', arguments: { a: 1, b: 2 } }, i);
-    if (r.result?.structuredContent?.sum !== 3) throw new Error(JSON.stringify(r));
-  }));
-  const roundTrip = (tool, args, key, answer) => async (i) => {
-    const r1 = await modern(server.url, 'tools/call', { name: tool, arguments: args }, i);
-    const state = r1.result?.requestState;
-    if (!state) throw new Error(JSON.stringify(r1));
-    const r2 = await modern(server.url, 'tools/call', { name: tool, arguments: args, requestState: state, inputResponses: { [key]: answer } }, i);
-    if (r2.result?.resultType !== 'complete' && r2.result?.resultType !== 'input_required') throw new Error(JSON.stringify(r2));
+async function serve(workers) {
+  const ports = {};
+  for (const w of workers) ports[w.name] = await freePort();
+  // Objects keep SQLite on disk (workerd's in-memory storage has no SQL):
+  // a fresh directory per run.
+  const disk = join(OUT, 'do-storage');
+  rmSync(disk, { recursive: true, force: true });
+  mkdirSync(disk, { recursive: true });
+  const config = `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, worker = .${ident(w.name)})`).join(', ')},
+    (name = "do-disk", disk = (path = ${JSON.stringify(disk)}, writable = true))],
+  sockets = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, address = "127.0.0.1:${ports[w.name]}", http = (), service = ${JSON.stringify(w.name)})`).join(', ')}],
+);
+${workers.map((w) => capnpWorker(w, w.out)).join('\n')}
+`;
+  const file = join(OUT, 'workerd.capnp');
+  writeFileSync(file, config);
+  const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  const stop = () => { try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ } };
+  for (const w of workers) {
+    const url = `http://127.0.0.1:${ports[w.name]}/`;
+    for (let i = 0; ; i++) {
+      try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
+        if (i > 200 || child.exitCode !== null) { stop(); throw new Error(`workerd did not serve ${w.name}`); }
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+  }
+  return { ports, stop };
+}
+
+// ---- requests ----
+
+const MODERN = '2026-07-28';
+const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
+function modernReq(name, args, extra = {}) {
+  return {
+    method: 'POST', path: '/mcp',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META, ...extra } }),
   };
-  results.push(await measure('mrtr (2 requests)', roundTrip('test_input_required_result_elicitation', {}, 'user_name', { action: 'accept', content: { name: 'A' } }), 2));
-  results.push(await measure('durable (2 requests)', roundTrip('deploy', { service: 'bench' }, 'target', { action: 'accept', content: { target: 'staging' } }), 2));
-  const base = results[0].median;
-  console.log(`\n${N} sequential requests (or round trips) each, after ${WARMUP} warm-up; same machine, same run\n`);
-  console.log('scenario                 median ms   p95 ms    per s   per request / ceiling');
-  for (const r of results) {
-    const ratio = r.median / r.requests / base;
-    console.log(`${r.name.padEnd(24)} ${r.median.toFixed(2).padStart(9)} ${r.p95.toFixed(2).padStart(8)} ${r.perSec.toFixed(0).padStart(8)}   ${ratio.toFixed(2)}x`);
-  }
-} finally {
-  ceiling.stop();
-  await server.stop();
 }
+/** A two-request round trip: the second carries the state the first answered. */
+function roundTrip(name, args, answers, stateOf = (j) => j.result?.requestState) {
+  return [
+    { ...modernReq(name, args), onResponse: (status, body, ctx) => { try { ctx.state = stateOf(JSON.parse(body)); } catch { ctx.state = null; } } },
+    { ...modernReq(name, args), setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+      params: { name, arguments: args, _meta: META, requestState: ctx.state, inputResponses: answers } }) }) },
+  ];
+}
+const rpc = (body) => ({ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** A 2025-11-25 session opened once; every request is a call in it. */
+async function openSession(base, path = '/mcp') {
+  const h = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const r = await fetch(base + path, { method: 'POST', headers: h, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
+  await r.text();
+  const sid = r.headers.get('mcp-session-id');
+  const sh = { ...h, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+  await (await fetch(base + path, { method: 'POST', headers: sh, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  return sh;
+}
+
+async function run(url, requests, perIteration) {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, requests, timeout: 20 });
+  const errors = result.errors + result.timeouts + (result.non2xx ?? 0);
+  // rps of whole iterations (a round trip is `perIteration` requests).
+  return { rps: result.requests.average / perIteration, p50: result.latency.p50, p99: result.latency.p99, errors };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** A bar chart of the medians: one bar per scenario, coloured by who serves it. */
+function svg(rows, title) {
+  const W = 760; const bar = 22; const gap = 8; const left = 330; const top = 40;
+  const H = top + rows.length * (bar + gap) + 20;
+  const max = Math.max(...rows.map((r) => r.rps)) || 1;
+  const colour = (n) => (n.startsWith('ceiling') ? '#9aa0a6' : n.startsWith('agents') ? '#f29900' : '#1a73e8');
+  const esc = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const bars = rows.map((r, i) => {
+    const y = top + i * (bar + gap);
+    const w = Math.max(1, Math.round(((W - left - 70) * r.rps) / max));
+    return `<text x="${left - 8}" y="${y + 15}" text-anchor="end" font-size="12">${esc(r.name)}</text>`
+      + `<rect x="${left}" y="${y}" width="${w}" height="${bar}" fill="${colour(r.name)}"/>`
+      + `<text x="${left + w + 6}" y="${y + 15}" font-size="12">${r.rps.toFixed(0)}/s</text>`;
+  }).join('\n');
+  return `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${H}" font-family="sans-serif">
+<rect width="100%" height="100%" fill="white"/>
+<text x="10" y="22" font-size="14" font-weight="bold">${esc(title)}</text>
+${bars}
+</svg>
+`;
+}
+
+async function main() {
+  mkdirSync(OUT, { recursive: true });
+  const workers = WORKERS.map((w) => ({ ...w }));
+  const peerBuilt = existsSync(join(PEER, 'dist'));
+  if (process.env.BENCH_SKIP_BUILD !== '1') {
+    for (const w of workers) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
+  } else {
+    for (const w of workers) w.out = join(OUT, w.name);
+  }
+  const peers = peerBuilt ? JSON.parse(readFileSync(join(PEER, 'bench-workers.json'), 'utf8')) : [];
+  for (const p of peers) workers.push({ ...p, out: join(PEER, p.out) });
+  const { ports, stop } = await serve(workers);
+  const at = (name) => `http://127.0.0.1:${ports[name]}`;
+  const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
+  const scenarios = [
+    ['ceiling: parse + fixed result', at('ceiling') + '/rpc', [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
+    ['ceiling: DO round trip (fresh object, then again)', at('ceiling'), [
+      { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do/${ctx.n}`, body: '{"round":1}' }; } },
+      { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do/${ctx.n}`, body: '{"round":2}' }) },
+    ], 2],
+    ['durable-mcp: stateless tools/call (add)', at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
+    ['durable-mcp quickstart: stateless tools/call (add)', at('quickstart'), [modernReq('add', { a: 1, b: 2 })], 1],
+    ['durable-mcp: MRTR round trip', at('fixtures'), roundTrip('test_input_required_result_elicitation', {},
+      { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
+    ['durable-mcp: durable round trip (deploy, 2 rounds)', at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+  ];
+  const sessionHeaders = await openSession(at('fixtures'));
+  scenarios.push(['durable-mcp: 2025-11-25 session tools/call (add)', at('fixtures'), [{ method: 'POST', path: '/mcp', headers: sessionHeaders,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) }], 1]);
+  for (const p of peers) for (const s of p.scenarios ?? []) {
+    const requests = s.kind === 'roundTrip' ? roundTrip(s.tool, s.args, s.answers) : s.kind === 'session'
+      ? [{ method: 'POST', path: s.path ?? '/mcp', headers: await openSession(at(p.name), s.path ?? '/mcp'),
+        body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: s.tool, arguments: s.args } }) }]
+      : [modernReq(s.tool, s.args)];
+    scenarios.push([`agents: ${s.title}`, at(p.name), requests, s.kind === 'roundTrip' ? 2 : 1]);
+  }
+  const chosen = scenarios.filter(([n]) => !ONLY || ONLY.test(n));
+  const results = new Map(chosen.map(([n]) => [n, []]));
+  try {
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, url, requests, per] of chosen) {
+        const r = await run(url, requests, per);
+        results.get(name).push(r);
+        console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors)` : ''}`);
+      }
+    }
+  } finally {
+    stop();
+  }
+  const rows = [...results.entries()].map(([name, rs]) => ({
+    name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)),
+    errors: rs.reduce((a, r) => a + r.errors, 0),
+  }));
+  const sizes = {};
+  for (const w of WORKERS) {
+    const wasm = readdirSync(w.out ?? join(OUT, w.name)).filter((f) => f.endsWith('.wasm'));
+    if (wasm.length) {
+      const bytes = readFileSync(join(w.out ?? join(OUT, w.name), wasm[0]));
+      sizes[w.name] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+    }
+  }
+  const report = { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, rows, sizes, at: new Date().toISOString() };
+  writeFileSync(join(OUT, 'results.json'), JSON.stringify(report, null, 2));
+  const chart = svg(rows, `Throughput, medians of ${ROUNDS} × ${SECONDS} s, ${CONNECTIONS} connections, one workerd (grey: ceiling, blue: durable-mcp, orange: agents)`);
+  writeFileSync(join(OUT, 'results.svg'), chart);
+  // BENCH_DOCS=1 refreshes the chart docs/PERFORMANCE.md shows.
+  if (process.env.BENCH_DOCS === '1') writeFileSync(join(ROOT, 'docs/performance.svg'), chart);
+  console.log(`\n${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} interleaved rounds, medians (rps counts whole round trips)\n`);
+  console.log('| scenario | rps | p50 ms | p99 ms | errors |\n|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  const get = (n) => rows.find((r) => r.name === n)?.rps;
+  const ratio = (a, b) => (get(a) && get(b) ? `${(get(a) / get(b)).toFixed(2)}×` : 'n/a');
+  console.log('\nratios:');
+  console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
+  console.log(`  MRTR round trip vs ceiling:     ${ratio('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result')} (per round trip of 2 requests vs 1 request)`);
+  console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
+  for (const [n, s] of Object.entries(sizes)) console.log(`  wasm ${n}: ${(s.raw / 1024).toFixed(0)} KiB raw, ${(s.gzip / 1024).toFixed(0)} KiB gzip`);
+  if (statSync(OUT)) console.error(`\nresults: ${relative(ROOT, join(OUT, 'results.json'))}`);
+}
+
+await main();

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# npm run bench: set up, build, then bench/run.mjs (durable-mcp against a
-# plain Worker on the same workerd, ratios reported). BENCH_N sets the count.
+# npm run bench: set up, bundle the peer (bench/peer: Cloudflare `agents`),
+# then bench/run.mjs: durable-mcp against a plain Rust ceiling and the peer,
+# all on one plain `workerd serve`, driven by autocannon. See bench/run.mjs
+# for the knobs (BENCH_SECONDS, BENCH_ROUNDS, BENCH_CONNECTIONS, BENCH_ONLY).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 bash scripts/setup.sh
-bash scripts/build.sh fixtures
+bash bench/peer/build.sh
 with_node22 node bench/run.mjs

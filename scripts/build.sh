@@ -10,11 +10,12 @@ set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 [ "${DMCP_SKIP_BUILD:-0}" = "1" ] && exit 0
 what="${1:-all}"
-# The fixtures skip wasm-opt (tests start sooner); the quickstart builds as a
-# user's crate does, with its own wrangler.toml build command.
+# The fixtures skip wasm-opt (tests start sooner; DMCP_WASM_OPT=1, as the
+# benchmark sets, keeps it); the quickstart builds as a user's crate does,
+# with its own wrangler.toml build command.
 build() { (cd "$1" && worker-build --release "${@:2}"); }
 case "$what" in
-  fixtures) build "$FIXTURES_DIR" --no-opt ;;
+  fixtures) if [ "${DMCP_WASM_OPT:-0}" = "1" ]; then build "$FIXTURES_DIR"; else build "$FIXTURES_DIR" --no-opt; fi ;;
   quickstart) build "$QUICKSTART_DIR" ;;
   all) build "$FIXTURES_DIR" --no-opt; build "$QUICKSTART_DIR" ;;
   *) echo "usage: build.sh [fixtures|quickstart|all]" >&2; exit 2 ;;

@@ -50,10 +50,7 @@ pub async fn handle_in_object(
         );
         return Reply::new(error_response(&e, None));
     };
-    let durable = Durable {
-        call_id: call_id.to_string(),
-        store: stores.call,
-    };
+    let durable = Durable::new(call_id, stores.call);
     server.serve(req, env, Some(&durable), true, None).await
 }
 
@@ -66,6 +63,14 @@ pub fn alarm(server: &Server, stores: &Stores<'_>, now_ms: u64) -> Result<Vec<Ef
             stores.session,
             now_ms,
         )?]);
+    }
+    // A durable call: idle for the whole TTL since its last change, it goes;
+    // touched since, the alarm moves to when it would be idle that long.
+    if let Some(call) = stores.call.load()? {
+        let due = call.updated_ms.saturating_add(server.config.state_ttl_ms);
+        if due > now_ms {
+            return Ok(vec![Effect::WakeAt(due)]);
+        }
     }
     // Alarms are at-least-once: deleting what is already gone is fine.
     Ok(vec![Effect::DeleteStorage])

@@ -76,6 +76,20 @@ pub struct Durable<'a> {
     pub call_id: String,
     /// The DO's storage.
     pub store: &'a dyn CallStore,
+    /// Set when this request stored the call for the first time (its
+    /// object then arms the idle alarm; later rounds need not).
+    pub(crate) created: std::cell::Cell<bool>,
+}
+
+impl<'a> Durable<'a> {
+    /// The durable side of call `call_id`, stored in `store`.
+    pub fn new(call_id: impl Into<String>, store: &'a dyn CallStore) -> Self {
+        Self {
+            call_id: call_id.into(),
+            store,
+            created: std::cell::Cell::new(false),
+        }
+    }
 }
 
 /// Everything one round needs from its wire.
@@ -129,20 +143,26 @@ pub(crate) async fn run_round(
     ctx: &Ctx<'_>,
 ) -> Result<Round, McpError> {
     let target_name = input.target.name(&input.args);
-    let args_digest = digest_json(&input.args);
-    let binding = Binding {
-        method: input.method,
-        target: &target_name,
-        args: &args_digest,
-        sub: &ctx.principal.0,
-    };
+    // Hashing the arguments is needed only to check state or seal new
+    // state: a call that completes at once never pays for it.
+    let args_digest = std::cell::OnceCell::new();
+    let args_digest = || args_digest.get_or_init(|| digest_json(&input.args)).clone();
     let claims = match input.state {
-        Some(s) => Some(token::open(
-            &server.config.keys,
-            s,
-            ctx.env.now_ms,
-            binding,
-        )?),
+        Some(s) => {
+            let digest = args_digest();
+            let binding = Binding {
+                method: input.method,
+                target: &target_name,
+                args: &digest,
+                sub: &ctx.principal.0,
+            };
+            Some(token::open(
+                &server.config.keys,
+                s,
+                ctx.env.now_ms,
+                binding,
+            )?)
+        }
         None => None,
     };
     let durable = match (input.target.durable(), ctx.durable, &claims) {
@@ -158,7 +178,10 @@ pub(crate) async fn run_round(
     };
 
     // What the client answered, to know an exact retry of a round again.
-    let answers_digest = digest_answers(&input.answers);
+    let answers_digest = match durable {
+        Some(_) => digest_answers(&input.answers),
+        None => String::new(),
+    };
     // The journal to replay, and the call id.
     let (mut journal, sid) = match (&claims, durable) {
         (None, None) => (Journal::new(), super::new_call_id(ctx.env)),
@@ -233,7 +256,7 @@ pub(crate) async fn run_round(
                     kid: String::new(),
                     method: input.method.to_string(),
                     target: target_name.clone(),
-                    args: args_digest.clone(),
+                    args: args_digest(),
                     sub: ctx.principal.0.clone(),
                     iat: ctx.env.now_ms,
                     exp: ctx.env.now_ms.saturating_add(server.config.state_ttl_ms),
@@ -257,6 +280,7 @@ pub(crate) async fn run_round(
                     claimed_at_ms: 0,
                     journal,
                     last_reply: Some(reply),
+                    updated_ms: ctx.env.now_ms,
                 })?;
                 return Ok(round);
             }
@@ -334,7 +358,10 @@ fn claim(
 ) -> Result<Claimed, McpError> {
     let stored = d.store.load()?;
     let journal = match (claims, stored) {
-        (None, None) => Journal::new(),
+        (None, None) => {
+            d.created.set(true);
+            Journal::new()
+        }
         (None, Some(_)) => {
             return Err(McpError::new(
                 ErrorKind::Conflict,
@@ -344,6 +371,7 @@ fn claim(
         (Some(c), _) if c.sid != d.call_id => return Err(refused("issued for another call")),
         // Storage lost (evicted by TTL, another deployment): rebuild from the token.
         (Some(c), None) => {
+            d.created.set(true);
             let mut j = c
                 .journal
                 .clone()
@@ -379,6 +407,7 @@ fn claim(
         claimed_at_ms: now_ms,
         journal: journal.clone(),
         last_reply: None,
+        updated_ms: now_ms,
     })?;
     Ok(Claimed::Run(journal))
 }
@@ -396,6 +425,7 @@ fn finish(
         claimed_at_ms: now_ms,
         journal: journal.clone(),
         last_reply,
+        updated_ms: now_ms,
     })
 }
 

@@ -102,14 +102,16 @@ impl Server {
             Ok(reply) => reply,
             Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
         };
-        if durable.is_none() {
-            return reply;
+        // A call's object deletes its storage after the idle TTL. The alarm
+        // is armed once, when the call is stored; when it fires, the call's
+        // last change says whether it is due yet (`host::alarm`), so later
+        // rounds need not re-arm it.
+        match durable {
+            Some(d) if d.created.get() => reply.with(Effect::WakeAt(
+                env.now_ms.saturating_add(self.config.state_ttl_ms),
+            )),
+            _ => reply,
         }
-        // A call's object deletes its storage after the idle TTL; every
-        // request to it pushes that back.
-        reply.with(Effect::WakeAt(
-            env.now_ms.saturating_add(self.config.state_ttl_ms),
-        ))
     }
 
     async fn serve_inner(

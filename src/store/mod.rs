@@ -36,6 +36,10 @@ pub struct StoredCall {
     /// lost gets it again by retrying exactly.
     #[serde(default)]
     pub last_reply: Option<StoredReply>,
+    /// When the call last changed (ms since the epoch): the idle TTL runs
+    /// from here.
+    #[serde(default)]
+    pub updated_ms: u64,
 }
 
 /// The reply to one answered round.

@@ -10,6 +10,8 @@ use crate::store::{CallStatus, CallStore, StoredCall};
 /// so nothing here spans an await.
 pub(crate) struct SqliteStore {
     sql: SqlStorage,
+    /// The table exists (checked once per request, not per statement).
+    ensured: std::cell::Cell<bool>,
 }
 
 #[derive(Deserialize)]
@@ -19,6 +21,7 @@ struct Row {
     claimed_at: f64,
     journal: String,
     reply: Option<String>,
+    updated_at: f64,
 }
 
 fn storage_error(e: impl std::fmt::Display) -> McpError {
@@ -27,11 +30,18 @@ fn storage_error(e: impl std::fmt::Display) -> McpError {
 
 impl SqliteStore {
     pub(crate) fn new(sql: SqlStorage) -> Self {
-        Self { sql }
+        Self {
+            sql,
+            ensured: std::cell::Cell::new(false),
+        }
     }
 
     /// Creates the table when missing (a fired alarm deletes it).
     fn ensure(&self) -> std::result::Result<(), McpError> {
+        if self.ensured.get() {
+            return Ok(());
+        }
+        self.ensured.set(true);
         self.sql
             .exec(
                 "CREATE TABLE IF NOT EXISTS durable_call (
@@ -40,7 +50,8 @@ impl SqliteStore {
                     status TEXT NOT NULL,
                     claimed_at INTEGER NOT NULL,
                     journal TEXT NOT NULL,
-                    reply TEXT)",
+                    reply TEXT,
+                    updated_at INTEGER NOT NULL DEFAULT 0)",
                 None,
             )
             .map(|_| ())
@@ -54,7 +65,7 @@ impl CallStore for SqliteStore {
         let rows: Vec<Row> = self
             .sql
             .exec(
-                "SELECT version, status, claimed_at, journal, reply FROM durable_call WHERE id = 1",
+                "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_call WHERE id = 1",
                 None,
             )
             .and_then(|c| c.to_array())
@@ -74,6 +85,7 @@ impl CallStore for SqliteStore {
                 .map(|r| serde_json::from_str(&r))
                 .transpose()
                 .map_err(storage_error)?,
+            updated_ms: row.updated_at as u64,
         }))
     }
 
@@ -87,13 +99,14 @@ impl CallStore for SqliteStore {
         };
         self.sql
             .exec(
-                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal, reply) VALUES (1, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal, reply, updated_at) VALUES (1, ?, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::from(i64::from(call.version)),
                     SqlStorageValue::from(status.as_str().unwrap_or("running").to_string()),
                     SqlStorageValue::from(i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX)),
                     SqlStorageValue::from(journal),
                     reply,
+                    SqlStorageValue::from(i64::try_from(call.updated_ms).unwrap_or(i64::MAX)),
                 ],
             )
             .map(|_| ())

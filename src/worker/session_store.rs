@@ -21,8 +21,9 @@ const SCHEMA: [&str; 4] = [
 
 pub(crate) struct SqliteSessionStore {
     sql: SqlStorage,
-    /// Whether the tables exist.
-    made: Cell<bool>,
+    /// Whether the tables exist: asked on first use (a call's object never
+    /// uses this store, so it never asks).
+    made: std::cell::OnceCell<Cell<bool>>,
 }
 
 fn err(e: impl std::fmt::Display) -> McpError {
@@ -42,8 +43,14 @@ struct EventRow {
 
 impl SqliteSessionStore {
     pub(crate) fn new(sql: SqlStorage) -> Self {
-        let made = Cell::new(Self::exists(&sql));
-        Self { sql, made }
+        Self {
+            sql,
+            made: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn made(&self) -> &Cell<bool> {
+        self.made.get_or_init(|| Cell::new(Self::exists(&self.sql)))
     }
 
     /// Whether this object holds session tables.
@@ -63,17 +70,17 @@ impl SqliteSessionStore {
 
     /// Makes the tables before the first write.
     fn make(&self) -> Result<(), McpError> {
-        if !self.made.get() {
+        if !self.made().get() {
             for stmt in SCHEMA {
                 self.sql.exec(stmt, None).map_err(err)?;
             }
-            self.made.set(true);
+            self.made().set(true);
         }
         Ok(())
     }
 
     fn json_rows(&self, query: &str, bind: Vec<SqlStorageValue>) -> Result<Vec<String>, McpError> {
-        if !self.made.get() {
+        if !self.made().get() {
             return Ok(Vec::new());
         }
         let rows: Vec<JsonRow> = self
@@ -125,7 +132,7 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn events_after(&self, stream: &str, after: u64) -> Result<Vec<(u64, Value)>, McpError> {
-        if !self.made.get() {
+        if !self.made().get() {
             return Ok(Vec::new());
         }
         let after = i64::try_from(after).unwrap_or(i64::MAX);

@@ -296,3 +296,35 @@ fn a_durable_call_from_a_foreign_origin_is_refused() {
     assert!(h.objects.is_empty(), "nothing was routed to an object");
     assert_eq!(effects.get(), 0);
 }
+
+/// A call's object arms its idle alarm once, when the call is stored; when
+/// it fires while the call was touched since, it moves to the new idle
+/// deadline, and only a call idle for the whole TTL is deleted.
+#[test]
+fn an_idle_call_object_is_deleted_only_after_a_whole_idle_ttl() {
+    let (mut h, _) = with_counter();
+    let ttl = h.server.config.state_ttl_ms;
+    let state = first_round(&mut h);
+    let name = h.objects.keys().next().expect("the call's object").clone();
+    let armed = h.objects[&name].alarm_at.expect("armed when stored");
+    assert_eq!(armed, h.now_ms + ttl);
+    // Touched half-way: no re-arming on the way…
+    h.now_ms += ttl / 2;
+    let r = h.call(
+        "tools/call",
+        json!({"name": "book", "arguments": {}, "requestState": state,
+               "inputResponses": {"confirm": {"action": "decline"}}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(h.objects[&name].alarm_at, Some(armed));
+    // …so the first alarm finds it touched and moves on.
+    h.now_ms = armed;
+    h.fire_alarms();
+    assert_eq!(h.objects[&name].alarm_at, Some(armed + ttl / 2));
+    h.now_ms = armed + ttl / 2;
+    h.fire_alarms();
+    assert!(
+        !h.objects.contains_key(&name),
+        "idle for a whole TTL: deleted"
+    );
+}
