@@ -241,23 +241,24 @@ describe('kill -9 between rounds, on every stateless wire', () => {
 const LAST = {
   mrtr: {
     state: (r) => r.json.result.requestState,
-    send: (url, s) => callTool(url, 'deploy', DEPLOY.arguments, { requestState: s, inputResponses: { safety: SAMPLED } }, { id: 3 }),
+    send: (url, s, answer = SAMPLED) => callTool(url, 'deploy', DEPLOY.arguments, { requestState: s, inputResponses: { safety: answer } }, { id: 3 }),
   },
   saga: {
     state: (r, first) => ({ token: r.json.result.sagaToken, done: [{ stepId: first.stepId, result: TARGET }], stepId: r.json.result.steps[0].stepId }),
-    send: (url, s) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/resumeSaga',
-      params: { sagaToken: s.token, completedSteps: [...s.done, { stepId: s.stepId, result: SAMPLED }] } }),
+    send: (url, s, answer = SAMPLED) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/resumeSaga',
+      params: { sagaToken: s.token, completedSteps: [...s.done, { stepId: s.stepId, result: answer }] } }),
   },
   sketch: {
     state: (r) => r.json.requestState,
-    send: (url, s) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: DEPLOY, requestState: s,
-      dependent_responses: { safety: { result: SAMPLED } } }),
+    send: (url, s, answer = SAMPLED) => seed(url, { jsonrpc: '2.0', id: 3, method: 'tools/call', params: DEPLOY, requestState: s,
+      dependent_responses: { safety: { result: answer } } }),
   },
 };
+const SAMPLED_NO = { ...SAMPLED, content: { type: 'text', text: 'no' } };
 
 describe('duplicates and lost replies on every stateless wire', () => {
   for (const [wire, w] of Object.entries(WIRES)) {
-    test(`${wire}: two copies of the last round at once open one ticket; an exact retry after gets the same reply`, async () => {
+    test(`${wire}: two copies of the last round at once open one ticket; an exact retry after gets the same reply, other answers are refused`, async () => {
       const hook = await track(startWebhook({ delayMs: 400 }));
       const server = await track(startWrangler({ vars: { TICKET_WEBHOOK: hook.url(`/${wire}`) } }));
       const first = await w.start(server.url);
@@ -273,6 +274,11 @@ describe('duplicates and lost replies on every stateless wire', () => {
       const again = await LAST[wire].send(server.url, second);
       assert.equal(again.status, 200, again.text);
       assert.equal(again.json.result.content[0].text, 'Deployed api to staging (ticket T-1).');
+      // Another answer to the answered round is refused.
+      const other = await LAST[wire].send(server.url, second, SAMPLED_NO);
+      assert.equal(other.status, 400, other.text);
+      assert.equal(other.json.error.code, -32602, other.text);
+      assert.match(other.json.error.message, /already used/);
       assert.equal(hook.count(`/${wire}`), 1, 'one ticket');
     });
   }

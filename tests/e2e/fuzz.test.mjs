@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { startWrangler } from './wrangler.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
-const COUNT = Number(process.env.FUZZ_COUNT ?? 1500);
+const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
 const BUDGET_MS = 90_000;
 const CONCURRENCY = 6;
 const MODERN = '2026-07-28';
