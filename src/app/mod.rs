@@ -15,5 +15,5 @@ mod tool;
 
 pub use bindings::Bindings;
 pub use registry::{Completer, Prompt, Registry, Resource, ResourceTemplate};
-pub use result::{content, text, CallToolResult, IntoToolResult, Json};
+pub use result::{content, text, CallToolResult, IntoToolResult, Json, NEXT_TOOL};
 pub use tool::Tool;

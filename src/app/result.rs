@@ -38,6 +38,29 @@ impl CallToolResult {
         }
     }
 
+    /// Asks the client to call `tool` next with `arguments` (tool chaining,
+    /// seed 004: `_meta.nextTool`). When the tool returns, the runtime
+    /// checks that this server lists `tool` and that `arguments` fit its
+    /// input schema; a chain that does not is refused as a tool error
+    /// rather than sent to the client broken.
+    pub fn with_next_tool(mut self, tool: &str, arguments: impl Serialize) -> Self {
+        let arguments = serde_json::to_value(arguments).unwrap_or(Value::Null);
+        self.meta.get_or_insert_with(Map::new).insert(
+            NEXT_TOOL.into(),
+            json!({"tool": tool, "arguments": arguments}),
+        );
+        self
+    }
+
+    /// The chained call this result asks for: `(tool, arguments)`.
+    pub fn next_tool(&self) -> Option<(&str, &Value)> {
+        let next = self.meta.as_ref()?.get(NEXT_TOOL)?;
+        Some((
+            next.get("tool")?.as_str()?,
+            next.get("arguments").unwrap_or(&Value::Null),
+        ))
+    }
+
     /// Adds `structuredContent`.
     pub fn with_structured(mut self, value: Value) -> Self {
         self.structured_content = Some(value);
@@ -59,6 +82,9 @@ impl CallToolResult {
         v
     }
 }
+
+/// The `_meta` key of a chained call (seed 004).
+pub const NEXT_TOOL: &str = "nextTool";
 
 /// A tool result with one text block: `Ok(text("done"))`.
 pub fn text(s: impl Into<String>) -> CallToolResult {

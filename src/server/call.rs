@@ -443,16 +443,9 @@ pub(crate) async fn run_target(
             let run = engine::run(&*t.handler, cx, args).await;
             let declared = t.meta.get("outputSchema");
             let outcome = match run.outcome {
-                Outcome::Complete(r) => match (declared, &r.structured_content) {
-                    (Some(schema), Some(out)) if !r.is_error => {
-                        match crate::schema::check(out, schema) {
-                            Ok(()) => Outcome::Complete(r.to_json()),
-                            Err(why) => Outcome::ToolFailed(format!(
-                                "the tool's result does not match its outputSchema: {why}"
-                            )),
-                        }
-                    }
-                    _ => Outcome::Complete(r.to_json()),
+                Outcome::Complete(r) => match checked(server, declared, &r) {
+                    Ok(()) => Outcome::Complete(r.to_json()),
+                    Err(why) => Outcome::ToolFailed(why),
                 },
                 Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
                 Outcome::InputRequired { requests, journal } => {
@@ -480,6 +473,36 @@ pub(crate) async fn run_target(
             (contents(run.outcome), run.notifications)
         }
     }
+}
+
+/// What a tool's result must satisfy before it is sent: its structured
+/// output fits the declared `outputSchema`, and a chained call fits the
+/// server. Otherwise the call is a tool error saying why.
+fn checked(server: &Server, declared: Option<&Value>, r: &CallToolResult) -> Result<(), String> {
+    if let Some(why) = chain_refused(server, r) {
+        return Err(why);
+    }
+    if let (Some(schema), Some(out), false) = (declared, &r.structured_content, r.is_error) {
+        crate::schema::check(out, schema)
+            .map_err(|why| format!("the tool's result does not match its outputSchema: {why}"))?;
+    }
+    Ok(())
+}
+
+/// Why a result's chained call (`_meta.nextTool`) cannot be sent: a tool
+/// this server does not list, or arguments its input schema refuses.
+fn chain_refused(server: &Server, r: &CallToolResult) -> Option<String> {
+    let (name, args) = r.next_tool()?;
+    let Some(next) = server.registry.find_tool(name) else {
+        return Some(format!(
+            "the tool asked for {name:?} to be called next, which this server does not list"
+        ));
+    };
+    let args = if args.is_null() { &json!({}) } else { args };
+    let schema = next.meta.get("inputSchema").cloned().unwrap_or(Value::Null);
+    crate::schema::check(args, &schema).err().map(|why| {
+        format!("the tool asked for {name:?} to be called next with arguments its input schema refuses: {why}")
+    })
 }
 
 fn contents(outcome: Outcome<Vec<Value>>) -> Outcome<Value> {

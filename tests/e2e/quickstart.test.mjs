@@ -88,7 +88,7 @@ async function connect(handlers = {}) {
 test('the copied quickstart lists tools whose schemas come from its Rust types', async () => {
   const client = await connect();
   const { tools } = await client.listTools({}, { cacheMode: 'bypass' });
-  assert.deepEqual(tools.map((t) => t.name), ['add', 'deploy']);
+  assert.deepEqual(tools.map((t) => t.name), ['add', 'check_account_issue', 'deploy', 'initiate_human_handoff']);
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.match(deploy.description, /^Deploys a service: asks where/);
@@ -131,6 +131,24 @@ test('deploy pauses for the user and the model, then finishes, opening its ticke
   // TICKET_WEBHOOK is a secret in .dev.vars: the tool read it from the env.
   assert.equal(hook.count('/tickets'), 1);
   assert.deepEqual(hook.hits[0].body, { service: 'billing', target: 'production' });
+});
+
+test('the banking chain (seed 004): check_account_issue names initiate_human_handoff with valid arguments, and the client follows it', async () => {
+  const client = await connect();
+  const { tools } = await client.listTools({}, { cacheMode: 'bypass' });
+  // A client that follows nextTool, as the seed describes: depth-limited.
+  let result = await client.callTool({ name: 'check_account_issue', arguments: { customer_id: '12345', issue: 'my account is locked' } });
+  const chain = ['check_account_issue'];
+  while (result._meta?.nextTool && chain.length < 5) {
+    const { tool, arguments: args } = result._meta.nextTool;
+    const listed = tools.find((t) => t.name === tool);
+    assert.ok(listed, `the next tool ${tool} is listed`);
+    for (const key of listed.inputSchema.required ?? []) assert.ok(key in args, `argument ${key} present`);
+    chain.push(tool);
+    result = await client.callTool({ name: tool, arguments: args });
+  }
+  assert.deepEqual(chain, ['check_account_issue', 'initiate_human_handoff']);
+  assert.deepEqual(result.content, [{ type: 'text', text: 'Handed customer 12345 over to a specialist (account_locked, high urgency).' }]);
 });
 
 test('wrangler deploy --dry-run bundles the copied quickstart within the Workers size limit', (t) => {

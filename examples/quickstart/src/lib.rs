@@ -7,6 +7,9 @@
 //!   ticket exactly once (`cx.once`), and reports. It runs durably: between
 //!   rounds its progress lives in a Durable Object.
 //! - `add` adds two numbers and answers with structured output.
+//! - `check_account_issue` → `initiate_human_handoff`: tool chaining (seed
+//!   004). The first tool names the next one, with its arguments, in
+//!   `_meta.nextTool`; the runtime checks the chain before sending it.
 //!
 //! The ticket webhook comes from the Worker's configuration
 //! (`TICKET_WEBHOOK`, a var or secret), never from a tool argument.
@@ -140,6 +143,69 @@ async fn add(_: &mut Cx, args: AddArgs) -> Result<Json<Sum>, ToolError> {
     }))
 }
 
+/// Looks into a customer's account issue, and hands a locked account over
+/// to a human specialist by naming the next tool to call.
+#[derive(Deserialize, JsonSchema)]
+pub struct IssueArgs {
+    /// The customer's id.
+    pub customer_id: String,
+    /// What the customer reports.
+    pub issue: String,
+}
+
+/// How urgent a handoff is.
+#[derive(Serialize, Deserialize, JsonSchema, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum Urgency {
+    /// It can wait for the next business day.
+    Low,
+    /// The customer cannot use their account.
+    High,
+}
+
+/// Hands a customer over to a human specialist and opens a support ticket.
+#[derive(Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HandoffArgs {
+    /// The customer's id.
+    pub customer_id: String,
+    /// The kind of issue (`account_locked`, …).
+    pub issue_type: String,
+    /// How urgent it is.
+    pub urgency: Urgency,
+}
+
+async fn check_account_issue(_: &mut Cx, args: IssueArgs) -> Result<CallToolResult, ToolError> {
+    if !args.issue.to_ascii_lowercase().contains("locked") {
+        return Ok(text(format!(
+            "Resolved for customer {}: {}",
+            args.customer_id, args.issue
+        )));
+    }
+    // The next step is not for the model to infer: the tool names it.
+    let next = HandoffArgs {
+        customer_id: args.customer_id,
+        issue_type: "account_locked".into(),
+        urgency: Urgency::High,
+    };
+    Ok(text("This account lockout requires specialist assistance.")
+        .with_next_tool("initiate_human_handoff", next))
+}
+
+async fn initiate_human_handoff(
+    _: &mut Cx,
+    args: HandoffArgs,
+) -> Result<CallToolResult, ToolError> {
+    let urgency = match args.urgency {
+        Urgency::Low => "low",
+        Urgency::High => "high",
+    };
+    Ok(text(format!(
+        "Handed customer {} over to a specialist ({}, {urgency} urgency).",
+        args.customer_id, args.issue_type
+    )))
+}
+
 /// The server: called once per isolate with the Worker's vars and secrets.
 pub fn server(env: &Bindings) -> Registry {
     let mut r = Registry::new();
@@ -151,7 +217,9 @@ pub fn server(env: &Bindings) -> Registry {
             .title("Deploy a service")
             .durable(),
     )
-    .tool(Tool::new("add", add));
+    .tool(Tool::new("add", add))
+    .tool(Tool::new("check_account_issue", check_account_issue))
+    .tool(Tool::new("initiate_human_handoff", initiate_human_handoff));
     r
 }
 
@@ -195,6 +263,41 @@ mod tests {
             r.json["result"]["content"][0]["text"],
             "Deployed api to staging (ticket LOCAL-api-staging).",
             "{}",
+            r.json
+        );
+    }
+
+    #[test]
+    fn a_locked_account_chains_to_the_handoff_with_valid_arguments() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let r = s.call_tool(
+            "check_account_issue",
+            json!({"customer_id": "12345", "issue": "My account is locked"}),
+            json!({}),
+        );
+        let next = &r.json["result"]["_meta"]["nextTool"];
+        assert_eq!(next["tool"], "initiate_human_handoff", "{}", r.json);
+        assert_eq!(
+            next["arguments"],
+            json!({"customerId": "12345", "issueType": "account_locked", "urgency": "high"})
+        );
+        let r = s.call_tool(
+            "initiate_human_handoff",
+            next["arguments"].clone(),
+            json!({}),
+        );
+        assert_eq!(
+            r.json["result"]["content"][0]["text"],
+            "Handed customer 12345 over to a specialist (account_locked, high urgency)."
+        );
+        let r = s.call_tool(
+            "check_account_issue",
+            json!({"customer_id": "1", "issue": "wrong address"}),
+            json!({}),
+        );
+        assert!(
+            r.json["result"].get("_meta").is_none(),
+            "no chain: {}",
             r.json
         );
     }

@@ -573,3 +573,52 @@ fn a_wrong_shaped_answer_is_refused_and_the_question_stays_open() {
         .get("safety")
         .is_some());
 }
+
+/// A chained call the server cannot stand behind is a tool error, not a
+/// broken chain sent to the client: a tool it does not list, or arguments
+/// the next tool's input schema refuses. A valid chain goes out as it is.
+#[test]
+fn a_chain_to_an_unlisted_tool_or_with_bad_arguments_is_a_tool_error() {
+    use durable_mcp::{text, CallToolResult, Cx, Tool, ToolError};
+    let mut h = Harness::new();
+    for (name, next, args) in [
+        ("chain_ok", "add", json!({"a": 1, "b": 2})),
+        ("chain_unlisted", "no_such_tool", json!({})),
+        ("chain_bad_args", "add", json!({"a": "one", "b": 2})),
+    ] {
+        h.server.registry.tool(Tool::new(
+            name,
+            async move |_: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+                Ok(text("next").with_next_tool(next, args.clone()))
+            },
+        ));
+    }
+    let ok = h.call_tool("chain_ok", json!({}), json!({}));
+    assert_eq!(
+        ok.json["result"]["_meta"]["nextTool"],
+        json!({"tool": "add", "arguments": {"a": 1, "b": 2}})
+    );
+    assert!(ok.json["result"].get("isError").is_none());
+
+    let unlisted = h.call_tool("chain_unlisted", json!({}), json!({}));
+    assert_eq!(
+        unlisted.json["result"]["isError"], true,
+        "{}",
+        unlisted.json
+    );
+    let text = unlisted.json["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(text.contains("does not list"), "{text}");
+    assert!(unlisted.json["result"].get("_meta").is_none());
+
+    let bad = h.call_tool("chain_bad_args", json!({}), json!({}));
+    assert_eq!(bad.json["result"]["isError"], true, "{}", bad.json);
+    let text = bad.json["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        text.contains("input schema refuses") && text.contains("$.a"),
+        "{text}"
+    );
+}
