@@ -55,9 +55,7 @@ pub(crate) async fn handle(
     if reply.effects.contains(&Effect::DeleteStorage) {
         return reply;
     }
-    // Every request to a live session pushes its alarm (idle TTL, the
-    // earliest maxWait) to where it now belongs.
-    match resume::next_wake(server, store) {
+    match resume::arm(server, store) {
         Ok(Some(at)) => reply.with(Effect::WakeAt(at)),
         _ => reply,
     }
@@ -162,6 +160,7 @@ fn initialize(
         next_stream: 1,
         last_seen_ms: env.now_ms,
         principal: server.authenticate(req)?.0,
+        alarm_at_ms: None,
     })?;
     // List changes are announced on a call's own stream here (there is no
     // standalone stream in polling mode), so no listChanged is promised.

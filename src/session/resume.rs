@@ -109,6 +109,25 @@ pub(super) fn resume(
     ))
 }
 
+/// After a request: when the session's alarm must fire by (the idle TTL,
+/// the earliest `maxWait` of a waiting call), if the armed alarm would fire
+/// later than that (or none is armed). An alarm that fires early is fine —
+/// it works out the next time itself — so most requests re-arm nothing.
+pub(super) fn arm(server: &Server, store: &dyn SessionStore) -> Result<Option<u64>, McpError> {
+    let Some(mut meta) = store.meta()? else {
+        return Ok(None);
+    };
+    let Some(wake) = next_wake(server, store)? else {
+        return Ok(None);
+    };
+    if meta.alarm_at_ms.is_some_and(|armed| armed <= wake) {
+        return Ok(None);
+    }
+    meta.alarm_at_ms = Some(wake);
+    store.put_meta(&meta)?;
+    Ok(Some(wake))
+}
+
 /// When the session's alarm should fire next: the earliest `maxWait` of a
 /// waiting call, or the idle TTL. `None` when the session is gone.
 pub(super) fn next_wake(
@@ -163,5 +182,12 @@ pub(crate) fn on_alarm(
             }
         }
     }
-    Ok(next_wake(server, store)?.map_or(Effect::DeleteStorage, Effect::WakeAt))
+    let Some(wake) = next_wake(server, store)? else {
+        return Ok(Effect::DeleteStorage);
+    };
+    if let Some(mut meta) = store.meta()? {
+        meta.alarm_at_ms = Some(wake);
+        store.put_meta(&meta)?;
+    }
+    Ok(Effect::WakeAt(wake))
 }

@@ -34,6 +34,11 @@ pub struct SessionMeta {
     /// auth). Every later request must come from the same principal.
     #[serde(default)]
     pub principal: String,
+    /// When the session's alarm is armed to fire (ms since the epoch). A
+    /// request re-arms it only when it must fire earlier; when it fires,
+    /// the alarm works out the next time itself.
+    #[serde(default)]
+    pub alarm_at_ms: Option<u64>,
 }
 
 /// Where a call of the session is (seed 003's model).

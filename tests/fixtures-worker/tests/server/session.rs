@@ -605,3 +605,33 @@ fn a_wrong_shaped_session_answer_is_refused_and_a_corrected_one_continues() {
         .flat_map(|p| &p.events)
         .any(|e| e.data.contains("sampling/createMessage")));
 }
+
+/// A session arms its alarm when it starts and re-arms it only when it must
+/// fire earlier (a call's maxWait); when it fires on a session that was used
+/// since, it moves to the new idle deadline instead of deleting it.
+#[test]
+fn a_session_re_arms_its_alarm_only_when_it_must_fire_earlier() {
+    let mut h = Harness::new();
+    let ttl = h.server.config.session_ttl_ms;
+    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
+    let name = format!("session:{sid}");
+    let armed = h.objects[&name].alarm_at.expect("armed at initialize");
+    assert_eq!(armed, h.now_ms + ttl);
+    h.now_ms += 1000;
+    let ping = post(
+        &mut h,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    );
+    assert_eq!(ping.status, 200);
+    assert_eq!(
+        h.objects[&name].alarm_at,
+        Some(armed),
+        "a ping re-arms nothing"
+    );
+    // The alarm fires on a session used since: it moves on, the session stays.
+    h.now_ms = armed;
+    h.fire_alarms();
+    assert!(h.objects.contains_key(&name));
+    assert_eq!(h.objects[&name].alarm_at, Some(armed + 1000));
+}
