@@ -11,7 +11,7 @@
 use serde_json::{json, Map, Value};
 
 use super::events::{event_id, logged, stream_reply};
-use super::store::{CallState, SessionCall, SessionStore};
+use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::{ErrorKind, McpError};
@@ -117,9 +117,7 @@ pub(super) fn arm(server: &Server, store: &dyn SessionStore) -> Result<Option<u6
     let Some(mut meta) = store.meta()? else {
         return Ok(None);
     };
-    let Some(wake) = next_wake(server, store)? else {
-        return Ok(None);
-    };
+    let wake = next_wake(server, store, &meta)?;
     if meta.alarm_at_ms.is_some_and(|armed| armed <= wake) {
         return Ok(None);
     }
@@ -129,14 +127,12 @@ pub(super) fn arm(server: &Server, store: &dyn SessionStore) -> Result<Option<u6
 }
 
 /// When the session's alarm should fire next: the earliest `maxWait` of a
-/// waiting call, or the idle TTL. `None` when the session is gone.
-pub(super) fn next_wake(
+/// waiting call, or the idle TTL.
+fn next_wake(
     server: &Server,
     store: &dyn SessionStore,
-) -> Result<Option<u64>, McpError> {
-    let Some(meta) = store.meta()? else {
-        return Ok(None);
-    };
+    meta: &SessionMeta,
+) -> Result<u64, McpError> {
     let mut wake = meta
         .last_seen_ms
         .saturating_add(server.config.session_ttl_ms);
@@ -145,7 +141,7 @@ pub(super) fn next_wake(
             wake = wake.min(c.last_contact_ms.saturating_add(max));
         }
     }
-    Ok(Some(wake))
+    Ok(wake)
 }
 
 /// The alarm: cancels calls whose `maxWait` passed, deletes an idle session.
@@ -156,7 +152,7 @@ pub(crate) fn on_alarm(
     store: &dyn SessionStore,
     now_ms: u64,
 ) -> Result<Effect, McpError> {
-    let Some(meta) = store.meta()? else {
+    let Some(mut meta) = store.meta()? else {
         return Ok(Effect::DeleteStorage);
     };
     if now_ms
@@ -182,12 +178,8 @@ pub(crate) fn on_alarm(
             }
         }
     }
-    let Some(wake) = next_wake(server, store)? else {
-        return Ok(Effect::DeleteStorage);
-    };
-    if let Some(mut meta) = store.meta()? {
-        meta.alarm_at_ms = Some(wake);
-        store.put_meta(&meta)?;
-    }
+    let wake = next_wake(server, store, &meta)?;
+    meta.alarm_at_ms = Some(wake);
+    store.put_meta(&meta)?;
     Ok(Effect::WakeAt(wake))
 }

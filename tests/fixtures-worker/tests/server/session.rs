@@ -65,6 +65,20 @@ fn initialize(h: &mut TestServer, caps: Value) -> String {
     id
 }
 
+/// A session whose `deploy` call is waiting on its first question: the
+/// session id and that elicitation request.
+fn deploy_asking(h: &mut TestServer) -> (String, Value) {
+    let sid = initialize(h, json!({"elicitation": {}, "sampling": {}}));
+    let call = post(h, Some(&sid), deploy_call());
+    let asked = call
+        .events
+        .iter()
+        .find(|m| m["method"] == "elicitation/create")
+        .expect("asked")
+        .clone();
+    (sid, asked)
+}
+
 fn deploy_call() -> Value {
     json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "deploy", "arguments": {"service": "api"}}})
 }
@@ -526,14 +540,7 @@ fn a_session_is_bound_to_its_principal() {
 #[test]
 fn a_duplicate_answer_does_not_run_a_claimed_round_again() {
     let mut h = Harness::new();
-    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
-    let call = post(&mut h, Some(&sid), deploy_call());
-    let asked = call
-        .events
-        .iter()
-        .find(|m| m["method"] == "elicitation/create")
-        .expect("asked")
-        .clone();
+    let (sid, asked) = deploy_asking(&mut h);
     let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
         "result": {"action": "accept", "content": {"target": "staging"}}});
     // Another copy of this answer claimed the round a moment ago and is
@@ -578,14 +585,7 @@ fn a_duplicate_answer_does_not_run_a_claimed_round_again() {
 #[test]
 fn a_wrong_shaped_session_answer_is_refused_and_a_corrected_one_continues() {
     let mut h = Harness::new();
-    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
-    let call = post(&mut h, Some(&sid), deploy_call());
-    let asked = call
-        .events
-        .iter()
-        .find(|m| m["method"] == "elicitation/create")
-        .expect("asked")
-        .clone();
+    let (sid, asked) = deploy_asking(&mut h);
     let wrong = post(
         &mut h,
         Some(&sid),
