@@ -58,6 +58,10 @@ if ! bash scripts/setup.sh; then
   echo "durable-mcp: 0 passed, 1 failed"
   exit 1
 fi
+# Again, now that setup installed what lib.sh points at (on a fresh clone
+# node_modules did not exist yet: WASM_OPT_BIN was left unset, and a worker
+# a test builds with worker-build would try to download wasm-opt).
+source "$(dirname "$0")/lib.sh"
 
 gate "cargo fmt --check" cargo fmt --all -- --check
 gate "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warnings

@@ -21,6 +21,7 @@ const ROOT = resolve(import.meta.dirname, '../..');
 const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
 // Workers limits on the compressed bundle: 3 MiB on the free plan, 10 MiB paid.
 const FREE_LIMIT = 3 * 1024 * 1024;
+const WASM_OPT = join(ROOT, 'node_modules/binaryen/bin/wasm-opt');
 
 let dir;
 let hook;
@@ -60,7 +61,13 @@ before(async () => {
     cwd: dir,
     // wrangler runs the copy's own build command (worker-build); sharing the
     // repository's target directory only saves compiling the same crates again.
-    env: { DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
+    // worker-build must not try to download wasm-opt (GitHub is not
+    // reachable): the npm binaryen package ships one.
+    env: {
+      DMCP_SKIP_BUILD: '0',
+      CARGO_TARGET_DIR: join(ROOT, 'target'),
+      ...(existsSync(WASM_OPT) && !process.env.WASM_OPT_BIN ? { WASM_OPT_BIN: WASM_OPT } : {}),
+    },
     startupMs: 15 * 60_000,
   });
 });

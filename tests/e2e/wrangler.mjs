@@ -53,6 +53,18 @@ function prebuiltConfig(dir) {
  *   itself, as `wrangler dev` does for a user); env: extra environment.
  */
 export async function startWrangler(opts = {}) {
+  // A free port can be taken by another process between our check and
+  // workerd's bind: when the caller did not ask for a port, try others.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnce(opts);
+    } catch (e) {
+      if (opts.port || attempt >= 3 || !/Address already in use/.test(String(e.message))) throw e;
+    }
+  }
+}
+
+async function startOnce(opts) {
   const port = opts.port ?? (await freePort());
   const persistTo = opts.persistTo ?? freshPersistDir();
   const vars = opts.vars ?? {};
