@@ -13,6 +13,7 @@
 //! - [`schema`]: JSON Schemas derived from types; the flat-form check.
 //! - [`token`]: sealed state tokens.
 //! - [`store`]: storage of durable calls (a sync trait + in-memory).
+//! - [`task`]: the tasks extension: a call that goes on in its own Durable Object.
 //! - [`testing`]: a test server that routes and applies effects like the Worker.
 //! - `worker` (wasm32, feature `worker`): the Cloudflare glue behind [`entry!`].
 
@@ -29,6 +30,7 @@ pub mod schema;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod task;
 pub mod testing;
 pub mod token;
 
@@ -38,7 +40,7 @@ pub mod worker;
 
 pub use app::{
     content, text, Bindings, CallToolResult, Json, Prompt, Registry, Resource, ResourceTemplate,
-    Tool,
+    TaskSupport, Tool,
 };
 pub use engine::{ask, form, Cx, ElicitResult, Elicitation, SampleResult, ToolError};
 #[doc(hidden)]

@@ -34,6 +34,7 @@ use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION,
 use crate::server::{Config, Env, Server};
 use crate::session::MemorySessionStore;
 use crate::store::MemoryStore;
+use crate::task::MemoryTaskStore;
 use crate::token::KeyRing;
 
 /// One in-memory Durable Object.
@@ -43,6 +44,8 @@ pub struct TestObject {
     pub call: MemoryStore,
     /// Its storage as a session sees it.
     pub session: MemorySessionStore,
+    /// Its storage as a task sees it.
+    pub task: MemoryTaskStore,
     /// When its alarm fires next (ms since the epoch).
     pub alarm_at: Option<u64>,
 }
@@ -149,8 +152,10 @@ impl TestServer {
             let stores = Stores {
                 call: &o.call,
                 session: &o.session,
+                task: &o.task,
             };
-            let effects = host::alarm(&self.server, &stores, self.now_ms).unwrap_or_default();
+            let effects =
+                block_on(host::alarm(&self.server, &stores, self.now_ms)).unwrap_or_default();
             self.apply(Some(&name), &effects);
         }
     }
@@ -160,6 +165,7 @@ impl TestServer {
         let stores = Stores {
             call: &object.call,
             session: &object.session,
+            task: &object.task,
         };
         let reply = block_on(host::handle_in_object(&self.server, req, env, &stores));
         self.apply(Some(name), &reply.effects);
@@ -241,6 +247,7 @@ impl TestServer {
         if let Some(name) = params
             .get("name")
             .or_else(|| params.get("uri"))
+            .or_else(|| params.get("taskId"))
             .and_then(Value::as_str)
         {
             headers.push(("mcp-name".to_string(), encode_header_value(name)));

@@ -16,4 +16,4 @@ mod tool;
 pub use bindings::Bindings;
 pub use registry::{Completer, Prompt, Registry, Resource, ResourceTemplate};
 pub use result::{content, text, CallToolResult, IntoToolResult, Json, NEXT_TOOL};
-pub use tool::Tool;
+pub use tool::{TaskSupport, Tool};

@@ -8,12 +8,25 @@ use super::result::{CallToolResult, IntoToolResult};
 use crate::engine::{boxed_map, BoxedHandler, Handler};
 use crate::schema::object_schema;
 
+/// Whether a tool's calls run as tasks (the tasks extension, SEP-2663).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// A task when the client declared the extension on the call; an
+    /// ordinary call otherwise.
+    Optional,
+    /// Only as a task: a client without the extension gets `-32021`.
+    Required,
+}
+
 /// A tool.
 pub struct Tool {
     pub(crate) name: String,
     pub(crate) meta: Map<String, Value>,
     pub(crate) handler: BoxedHandler<CallToolResult>,
     pub(crate) durable: bool,
+    pub(crate) task: Option<TaskSupport>,
+    /// Input asked before `cx.detach` goes over the request's own wire.
+    pub(crate) input_before_task: bool,
 }
 
 impl Tool {
@@ -49,6 +62,8 @@ impl Tool {
             meta,
             handler: boxed_map(handler, O::into_tool_result),
             durable: false,
+            task: None,
+            input_before_task: false,
         }
     }
 
@@ -79,10 +94,47 @@ impl Tool {
     }
 
     /// Keeps the call's journal in a Durable Object between rounds (durable
-    /// mode) rather than only in the sealed state token.
+    /// mode) rather than only in the sealed state token. (A task is
+    /// durable by nature: this replaces [`Tool::task`].)
     pub fn durable(mut self) -> Self {
         self.durable = true;
+        self.task = None;
         self
+    }
+
+    /// Runs the tool as a task when the client declared the tasks
+    /// extension on the call (SEP-2663): the body runs at once, and at its
+    /// first pause (a question for the client, `cx.sleep`, `cx.detach`) the
+    /// call is answered with a task and goes on in the task's own Durable
+    /// Object, driven by its alarm with no client connected. Questions
+    /// become the task's `inputRequests`, answered with `tasks/update`. A
+    /// body that finishes without pausing answers the call directly.
+    /// Without the extension the call runs as an ordinary call.
+    pub fn task(mut self) -> Self {
+        self.task = Some(TaskSupport::Optional);
+        self.durable = false;
+        self
+    }
+
+    /// Like [`Tool::task`], but only as a task: a call without the tasks
+    /// extension is refused with `-32021` naming it.
+    pub fn task_only(mut self) -> Self {
+        self.task = Some(TaskSupport::Required);
+        self.durable = false;
+        self
+    }
+
+    /// For a task tool: questions asked before `cx.detach` go over the
+    /// request's own wire (MRTR rounds) and the task starts at `detach`,
+    /// so the task is created only once the user said what to do.
+    pub fn input_before_task(mut self) -> Self {
+        self.input_before_task = true;
+        self
+    }
+
+    /// Whether (and how) the tool runs as a task.
+    pub fn task_support(&self) -> Option<TaskSupport> {
+        self.task
     }
 
     /// Sets any other field of the tool's listing.

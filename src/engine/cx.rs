@@ -17,13 +17,14 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT};
+use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER};
 use super::{Suspended, ToolError};
 use crate::error::McpError;
 use crate::protocol::{ListKind, LogLevel};
 
 /// Which kinds of input the client declared it can answer in *this* request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct ClientCaps {
     /// `elicitation` (form mode at least).
     pub elicitation: bool,
@@ -31,16 +32,37 @@ pub struct ClientCaps {
     pub sampling: bool,
     /// `roots`.
     pub roots: bool,
+    /// The tasks extension (`extensions["io.modelcontextprotocol/tasks"]`).
+    pub tasks: bool,
+}
+
+/// Where a call stands with the tasks extension, which decides what
+/// `cx.detach` and `cx.sleep` do.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum TaskMode {
+    /// Not a task and cannot become one: `detach` does nothing and a
+    /// `sleep` is a checkpoint (the client's next request passes it).
+    #[default]
+    Off,
+    /// The call may become a task: a pause there makes it one.
+    Allowed,
+    /// Running as a task: the task's object answers timers when due.
+    Running,
 }
 
 impl ClientCaps {
     /// Reads a `ClientCapabilities` object.
     pub fn from_json(caps: Option<&Value>) -> Self {
         let has = |k: &str| caps.and_then(|c| c.get(k)).is_some_and(|v| !v.is_null());
+        let tasks = caps
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(crate::protocol::versions::TASKS_EXTENSION))
+            .is_some_and(|v| !v.is_null());
         Self {
             elicitation: has("elicitation"),
             sampling: has("sampling"),
             roots: has("roots"),
+            tasks,
         }
     }
 
@@ -50,6 +72,7 @@ impl ClientCaps {
             elicitation: true,
             sampling: true,
             roots: true,
+            tasks: false,
         }
     }
 }
@@ -177,6 +200,9 @@ struct State {
     /// Whether a round is accepted once (durable mode, sessions): only
     /// then can `once` promise its effect runs once.
     once_safe: bool,
+    task_mode: TaskMode,
+    /// The last `cx.status` message of this run.
+    status: Option<String>,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -260,6 +286,12 @@ impl Cx {
     /// Sets the lowest log level the client asked for (`None`: no log messages).
     pub fn with_log_level(self, level: Option<&str>) -> Self {
         self.inner.borrow_mut().log_level = level.and_then(LogLevel::parse);
+        self
+    }
+
+    /// Says whether the call may become, or is, a task.
+    pub fn with_task_mode(self, mode: TaskMode) -> Self {
+        self.inner.borrow_mut().task_mode = mode;
         self
     }
 
@@ -349,6 +381,42 @@ impl Cx {
     /// when the client comes back. For long work split into resumable steps.
     pub fn checkpoint(&self, key: &str) -> Ready<Result<(), ToolError>> {
         ready(self.ask(key, CHECKPOINT, json!({})).map(|_| ()))
+    }
+
+    /// Waits `duration` without holding anything open. In a task the
+    /// task's Durable Object sleeps (its alarm wakes it when the time is
+    /// up, even with no client connected, and across restarts); on the
+    /// other wires a sleep is a [`checkpoint`](Cx::checkpoint): the client
+    /// is let go and the call goes on when it comes back.
+    pub fn sleep(&self, key: &str, duration: std::time::Duration) -> Ready<Result<(), ToolError>> {
+        let ms = u64::try_from(duration.as_millis()).unwrap_or(u64::MAX);
+        ready(self.ask(key, TIMER, json!({ "ms": ms })).map(|_| ()))
+    }
+
+    /// Where a tool that may run as a task ([`Tool::task`](crate::Tool::task))
+    /// becomes one, when the client declared the tasks extension: the call
+    /// is answered with a task at once and goes on in the task's Durable
+    /// Object. What the body asked before this point went over the
+    /// request's own wire. Without the extension it does nothing.
+    pub fn detach(&self, key: &str) -> Ready<Result<(), ToolError>> {
+        if self.inner.borrow().task_mode == TaskMode::Off {
+            return ready(Ok(()));
+        }
+        ready(self.ask(key, DETACH, json!({})).map(|_| ()))
+    }
+
+    /// Sets the task's `statusMessage` (what `tasks/get` shows while it
+    /// works). Outside a task it does nothing.
+    pub fn status(&self, message: impl Into<String>) {
+        let mut st = self.inner.borrow_mut();
+        if st.task_mode != TaskMode::Off {
+            st.status = Some(message.into());
+        }
+    }
+
+    /// Whether this run is a task's (in its Durable Object).
+    pub fn in_task(&self) -> bool {
+        self.inner.borrow().task_mode == TaskMode::Running
     }
 
     /// Asks the client anything by method name: the answer is returned raw.
@@ -480,6 +548,7 @@ impl Cx {
             journal: st.journal,
             asked: st.asked,
             notifications: st.notifications,
+            status: st.status,
         }
     }
 }
@@ -489,6 +558,7 @@ pub(crate) struct Finished {
     pub(crate) journal: Journal,
     pub(crate) asked: BTreeMap<String, InputRequest>,
     pub(crate) notifications: Vec<Value>,
+    pub(crate) status: Option<String>,
 }
 
 fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ToolError> {

@@ -29,6 +29,13 @@ pub struct InputRequest {
 /// The method of a checkpoint: a pause that asks the client nothing.
 pub const CHECKPOINT: &str = "durable-mcp/checkpoint";
 
+/// The method of a timer (`cx.sleep`): params `{"ms": n}`. In a task the
+/// object's alarm answers it when it is due; elsewhere it is a checkpoint.
+pub const TIMER: &str = "durable-mcp/timer";
+
+/// The method of `cx.detach`: where a call that may run as a task becomes one.
+pub const DETACH: &str = "durable-mcp/detach";
+
 impl InputRequest {
     /// True for a checkpoint (see [`Cx::checkpoint`](super::Cx::checkpoint)):
     /// never sent to the client; taken as answered when the client comes back.
@@ -36,13 +43,25 @@ impl InputRequest {
         self.method == CHECKPOINT
     }
 
-    /// Answers for the pending checkpoints of `pending`: the client came back.
+    /// True for a pause that asks the client nothing (a checkpoint, a
+    /// timer, a detach): the server answers it, never the client.
+    pub fn is_internal(&self) -> bool {
+        matches!(self.method.as_str(), CHECKPOINT | TIMER | DETACH)
+    }
+
+    /// A timer's duration in milliseconds (`None` for other requests).
+    pub fn timer_ms(&self) -> Option<u64> {
+        (self.method == TIMER).then(|| self.params["ms"].as_u64().unwrap_or(0))
+    }
+
+    /// Answers for the pending internal pauses of `pending` (checkpoints,
+    /// and outside a task timers and detaches): the client came back.
     pub fn checkpoints_passed<'a>(
         pending: impl IntoIterator<Item = (&'a String, &'a InputRequest)>,
     ) -> Vec<(String, Result<Value, Value>)> {
         pending
             .into_iter()
-            .filter(|(_, r)| r.is_checkpoint())
+            .filter(|(_, r)| r.is_internal())
             .map(|(k, _)| (k.clone(), Ok(serde_json::json!({}))))
             .collect()
     }

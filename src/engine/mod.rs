@@ -19,10 +19,13 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult};
+pub use cx::{
+    ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode,
+};
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
-    answer_shape_ok, digest_json, Answer, InputRequest, Journal, CHECKPOINT, JOURNAL_VERSION,
+    answer_shape_ok, digest_json, Answer, InputRequest, Journal, CHECKPOINT, DETACH,
+    JOURNAL_VERSION, TIMER,
 };
 
 use crate::error::{ErrorKind, McpError};
@@ -109,6 +112,8 @@ pub struct Run<T> {
     pub outcome: Outcome<T>,
     /// `notifications/progress` and `notifications/message`, in order.
     pub notifications: Vec<Value>,
+    /// The last status message the body set (`cx.status`), for a task.
+    pub status: Option<String>,
 }
 
 /// Runs `handler` once with `cx` (built from the journal) and `args`.
@@ -136,6 +141,7 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
                 journal,
             },
             notifications: done.notifications,
+            status: done.status,
         };
     }
     let outcome = match result {
@@ -161,6 +167,7 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
     Run {
         outcome,
         notifications: done.notifications,
+        status: done.status,
     }
 }
 

@@ -2,27 +2,33 @@
 //! apart by the internal header the Worker set ([`super::route`]):
 //!
 //! - `call:<id>`: one durable call (its journal, claims, idle TTL);
+//! - `task:<id>`: one task (its journal and status; its alarm runs it);
 //! - `session:<id>`: one 2025-11-25 session (its calls and event log);
 //! - `hub`: every `subscriptions/listen` stream, and the fan-out of list
 //!   changes to them.
 
-use super::route::{CALL_ID_HEADER, HUB, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER};
+use super::route::{
+    CALL_ID_HEADER, HUB, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER, TASK_ID_HEADER,
+};
 use crate::effects::{Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::protocol::ListKind;
-use crate::server::{error_response, Durable, Env, Server};
+use crate::server::{error_response, Durable, Env, Place, Server};
 use crate::session::SessionStore;
 use crate::store::CallStore;
+use crate::task::{TaskHost, TaskStore};
 
-/// An object's storage, as the two kinds of stateful instance see it. Both
-/// are views of the same object storage; neither writes until it must, so
-/// an object that serves nothing stores nothing.
+/// An object's storage, as the kinds of stateful instance see it. All are
+/// views of the same object storage; none writes until it must, so an
+/// object that serves nothing stores nothing.
 pub struct Stores<'a> {
     /// A durable call's storage.
     pub call: &'a dyn CallStore,
     /// A session's storage.
     pub session: &'a dyn SessionStore,
+    /// A task's storage.
+    pub task: &'a dyn TaskStore,
 }
 
 /// Serves a request the Worker forwarded to this object.
@@ -33,7 +39,7 @@ pub async fn handle_in_object(
     stores: &Stores<'_>,
 ) -> Reply {
     match req.header(HUB_HEADER) {
-        Some("listen") => return server.serve(req, env, None, true, None).await,
+        Some("listen") => return server.serve(req, env, Place::Worker, true, None).await,
         Some("broadcast") => {
             let kinds: Vec<ListKind> = serde_json::from_slice(&req.body).unwrap_or_default();
             return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(kinds));
@@ -44,6 +50,13 @@ pub async fn handle_in_object(
         let new = req.header(SESSION_NEW_HEADER).is_some();
         return crate::session::handle(server, req, env, stores.session, session_id, new).await;
     }
+    if let Some(task_id) = req.header(TASK_ID_HEADER) {
+        let host = TaskHost {
+            task_id: task_id.to_string(),
+            store: stores.task,
+        };
+        return server.serve(req, env, Place::Task(&host), true, None).await;
+    }
     let Some(call_id) = req.header(CALL_ID_HEADER) else {
         let e = McpError::invalid_request(
             "Invalid Request: objects are reached only through the Worker",
@@ -51,12 +64,24 @@ pub async fn handle_in_object(
         return Reply::new(error_response(&e, None));
     };
     let durable = Durable::new(call_id, stores.call);
-    server.serve(req, env, Some(&durable), true, None).await
+    server.serve(req, env, Place::Call(&durable), true, None).await
 }
 
 /// The object's alarm: a session cancels calls past their `maxWait` and
-/// goes when idle; a call's object (idle past its TTL) goes.
-pub fn alarm(server: &Server, stores: &Stores<'_>, now_ms: u64) -> Result<Vec<Effect>, McpError> {
+/// goes when idle; a task runs its next slice (or goes after its TTL); a
+/// call's object (idle past its TTL) goes.
+pub async fn alarm(
+    server: &Server,
+    stores: &Stores<'_>,
+    now_ms: u64,
+) -> Result<Vec<Effect>, McpError> {
+    if let Some(task) = stores.task.load()? {
+        let host = TaskHost {
+            task_id: task.task_id,
+            store: stores.task,
+        };
+        return crate::task::alarm(server, &host, now_ms).await;
+    }
     if stores.session.meta()?.is_some() {
         return Ok(vec![crate::session::on_alarm(
             server,

@@ -5,6 +5,10 @@
 //! - Calls of durable tools live in an object named by their call id: a fresh
 //!   id for a new call, or the id inside the (MAC-verified) state the client
 //!   sent back.
+//! - A task lives in an object named by its task id: `tasks/*` go there by
+//!   `taskId`; a `tools/call` of a task tool that declares the tasks
+//!   extension goes to a fresh one (the body decides whether it becomes a
+//!   task there).
 //! - `subscriptions/listen` streams live in the hub.
 //!
 //! Everything else is served by the stateless Worker. The body is parsed
@@ -14,8 +18,10 @@ use serde_json::Value;
 
 use crate::effects::Reply;
 use crate::http::HttpRequest;
-use crate::protocol::versions::{is_session_id, META_PROTOCOL_VERSION, SESSION_HEADER};
-use crate::server::{new_call_id, Env, Server};
+use crate::protocol::versions::{
+    is_session_id, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, SESSION_HEADER, TASKS_EXTENSION,
+};
+use crate::server::{new_call_id, Env, Place, Server};
 use crate::token;
 
 /// The name of the object holding every `subscriptions/listen` stream.
@@ -26,15 +32,18 @@ pub const HUB: &str = "hub";
 /// Worker can reach an object.
 pub(super) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
 pub(super) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
+/// The task id, on requests to a task's object.
+pub(super) const TASK_ID_HEADER: &str = "x-durable-mcp-task-id";
 /// Set when the Worker minted the session id for an `initialize`.
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
 /// `listen` or `broadcast`, on requests to the hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 4] = [
+const INTERNAL_HEADERS: [&str; 5] = [
     CALL_ID_HEADER,
     SESSION_ID_HEADER,
     SESSION_NEW_HEADER,
     HUB_HEADER,
+    TASK_ID_HEADER,
 ];
 
 /// Where a request is served.
@@ -44,7 +53,7 @@ pub enum Route {
     Local(Local),
     /// In the Durable Object named `name`: send it `request`.
     Object {
-        /// The object's name (`call:<id>`, `session:<id>`, `hub`).
+        /// The object's name (`call:<id>`, `task:<id>`, `session:<id>`, `hub`).
         name: String,
         /// The request to forward (the internal headers set).
         request: HttpRequest,
@@ -59,7 +68,7 @@ pub struct Local {
 
 /// Serves a [`Route::Local`] request.
 pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: Local) -> Reply {
-    server.serve(req, env, None, false, local.body).await
+    server.serve(req, env, Place::Worker, false, local.body).await
 }
 
 /// Decides where `req` is served. Anything unusual (bad JSON, bad state, an
@@ -124,6 +133,9 @@ fn object_for(
         ));
     }
     let params = &msg["params"];
+    if let Some(task) = task_object(server, msg, env) {
+        return Some(task);
+    }
     let state = |v: &Value| v.as_str().map(str::to_string);
     let (tool, state) = match msg["method"].as_str() {
         Some("tools/call") => (
@@ -152,6 +164,32 @@ fn object_for(
         },
     };
     Some((format!("call:{call_id}"), vec![(CALL_ID_HEADER, call_id)]))
+}
+
+/// The task object of a task method (by its `taskId`, when it can name a
+/// task), or a fresh one for a call of a task tool from a client that
+/// declared the tasks extension.
+fn task_object(
+    server: &Server,
+    msg: &Value,
+    env: &Env,
+) -> Option<(String, Vec<(&'static str, String)>)> {
+    let params = &msg["params"];
+    let id = match msg["method"].as_str()? {
+        m if crate::task::is_task_method(m) => {
+            let id = params["taskId"].as_str()?;
+            crate::task::is_task_id(id).then(|| id.to_string())?
+        }
+        "tools/call" => {
+            let tool = server.registry.find_tool(params["name"].as_str()?)?;
+            let declared = params["_meta"][META_CLIENT_CAPABILITIES]["extensions"]
+                .get(TASKS_EXTENSION)
+                .is_some_and(|v| !v.is_null());
+            (tool.task.is_some() && declared).then(|| new_call_id(env))?
+        }
+        _ => return None,
+    };
+    Some((format!("task:{id}"), vec![(TASK_ID_HEADER, id)]))
 }
 
 /// The request an object gets: the client's, less any internal header it

@@ -35,3 +35,7 @@ pub const SESSION_HEADER: &str = "mcp-session-id";
 pub fn is_session_id(id: &str) -> bool {
     !id.is_empty() && id.len() <= 64 && id.bytes().all(|b| b.is_ascii_alphanumeric())
 }
+
+/// The tasks extension's identifier (SEP-2663), under `extensions` in
+/// client and server capabilities.
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";

@@ -13,7 +13,7 @@ use serde_json::{json, Map, Value};
 
 use super::{Ctx, Server};
 use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
-use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome};
+use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode};
 use crate::error::{ErrorKind, McpError};
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
@@ -107,6 +107,8 @@ pub(crate) struct RoundInput<'a> {
     pub(crate) log_level: Option<String>,
     /// Keep the arguments in the token (saga: the resume carries none).
     pub(crate) args_in_token: bool,
+    /// Whether the call may become a task (a task tool, the extension declared).
+    pub(crate) task_mode: TaskMode,
 }
 
 /// How a round ended.
@@ -119,6 +121,10 @@ pub(crate) enum RoundOutcome {
     InputRequired {
         requests: BTreeMap<String, InputRequest>,
         state: String,
+        /// The journal to continue from: a call that becomes a task here
+        /// keeps it in the task (not stored with a durable reply).
+        #[serde(skip)]
+        journal: Option<Journal>,
     },
 }
 
@@ -127,6 +133,9 @@ pub(crate) enum RoundOutcome {
 pub(crate) struct Round {
     pub(crate) outcome: RoundOutcome,
     pub(crate) notifications: Vec<Value>,
+    /// The body's last `cx.status` message (a call that becomes a task).
+    #[serde(default, skip)]
+    pub(crate) status: Option<String>,
 }
 
 fn refused(what: &str) -> McpError {
@@ -228,8 +237,13 @@ pub(crate) async fn run_round(
         .with_call(sid.clone(), durable.is_some())
         .with_offered(offered)
         .with_progress_token(input.progress_token)
-        .with_log_level(input.log_level.as_deref());
-    let (outcome, notifications) = run_target(server, &input.target, cx, input.args.clone()).await;
+        .with_log_level(input.log_level.as_deref())
+        .with_task_mode(input.task_mode);
+    let Run {
+        outcome,
+        notifications,
+        status,
+    } = run_target(server, &input.target, cx, input.args.clone()).await;
 
     let outcome = match outcome {
         Outcome::Complete(v) => RoundOutcome::Complete(v),
@@ -267,11 +281,16 @@ pub(crate) async fn run_round(
                     journal: in_token.then(|| journal.clone()),
                 },
             )?;
-            let outcome = RoundOutcome::InputRequired { requests, state };
+            let outcome = RoundOutcome::InputRequired {
+                requests,
+                state,
+                journal: (input.task_mode == TaskMode::Allowed).then(|| journal.clone()),
+            };
             if let Some(d) = durable {
                 let round = Round {
                     outcome,
                     notifications,
+                    status: None,
                 };
                 let reply = stored_reply(before.round, &answers_digest, &round)?;
                 d.store.save(&StoredCall {
@@ -297,6 +316,7 @@ pub(crate) async fn run_round(
     let round = Round {
         outcome,
         notifications,
+        status,
     };
     if let (Some(d), RoundOutcome::Complete(_)) = (durable, &round.outcome) {
         let reply = stored_reply(before.round, &answers_digest, &round)?;
@@ -436,7 +456,7 @@ pub(crate) async fn run_target(
     target: &Target<'_>,
     cx: Cx,
     args: Value,
-) -> (Outcome<Value>, Vec<Value>) {
+) -> Run<Value> {
     let cx = cx.with_state(server.registry.state.clone());
     match target {
         Target::Tool(t) => {
@@ -453,15 +473,20 @@ pub(crate) async fn run_target(
                 }
                 Outcome::Error(e) => Outcome::Error(e),
             };
-            (outcome, run.notifications)
+            Run {
+                outcome,
+                notifications: run.notifications,
+                status: run.status,
+            }
         }
-        Target::Prompt(p) => {
-            let run = engine::run(&*p.handler, cx, args).await;
-            (run.outcome, run.notifications)
-        }
+        Target::Prompt(p) => engine::run(&*p.handler, cx, args).await,
         Target::Resource(r) => {
             let run = engine::run(&*r.handler, cx, args).await;
-            (contents(run.outcome), run.notifications)
+            Run {
+                outcome: contents(run.outcome),
+                notifications: run.notifications,
+                status: run.status,
+            }
         }
         Target::Template(t) => {
             let uri = args["uri"].clone();
@@ -470,7 +495,11 @@ pub(crate) async fn run_target(
                 .unwrap_or_default();
             vars.insert("uri".into(), uri);
             let run = engine::run(&*t.handler, cx, Value::Object(vars)).await;
-            (contents(run.outcome), run.notifications)
+            Run {
+                outcome: contents(run.outcome),
+                notifications: run.notifications,
+                status: run.status,
+            }
         }
     }
 }

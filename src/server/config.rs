@@ -43,6 +43,11 @@ pub struct Config {
     /// Rounds that run longer than this can be run twice: keep it above
     /// your slowest round.
     pub claim_timeout_ms: u64,
+    /// A task (and its storage) lives this long after it was created, in
+    /// ms: its `ttlMs`.
+    pub task_ttl_ms: u64,
+    /// The `pollIntervalMs` a task suggests, in ms.
+    pub task_poll_ms: u64,
 }
 
 impl Default for Config {
@@ -64,6 +69,8 @@ impl Default for Config {
             sse_retry_ms: 1000,
             resume_max_wait_ms: 5 * 60 * 1000,
             claim_timeout_ms: 60 * 1000,
+            task_ttl_ms: 60 * 60 * 1000,
+            task_poll_ms: 500,
         }
     }
 }
@@ -80,6 +87,7 @@ impl Config {
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
     /// - `CLAIM_TIMEOUT_SECONDS`: when a round that never finished may run again
+    /// - `TASK_TTL_SECONDS`, `TASK_POLL_MS`: a task's `ttlMs` and `pollIntervalMs`
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -136,6 +144,12 @@ impl Config {
         }
         if let Some(n) = num("CLAIM_TIMEOUT_SECONDS")? {
             c.claim_timeout_ms = n.saturating_mul(1000);
+        }
+        if let Some(n) = num("TASK_TTL_SECONDS")? {
+            c.task_ttl_ms = n.saturating_mul(1000).max(1000);
+        }
+        if let Some(n) = num("TASK_POLL_MS")? {
+            c.task_poll_ms = n.max(1);
         }
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");

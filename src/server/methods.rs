@@ -8,7 +8,7 @@ use super::{mrtr, saga, Ctx, Server};
 use crate::effects::Listen;
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID};
+use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID, TASKS_EXTENSION};
 use crate::protocol::{notification, Request};
 
 pub(super) async fn dispatch(
@@ -24,6 +24,11 @@ pub(super) async fn dispatch(
     let reply = match request.method.as_str() {
         m @ ("tools/call" | "prompts/get" | "resources/read") => {
             let (target, args) = call_target(server, m, &Value::Object(p.clone()))?;
+            if let Target::Tool(tool) = target {
+                if tool.task.is_some() {
+                    return crate::task::call(server, tool, args, request, meta, ctx).await;
+                }
+            }
             let mut reply = mrtr::call(server, target, args, request, meta, ctx).await?;
             if m == "resources/read" && reply.result.get("resultType") == Some(&json!("complete")) {
                 add_cache_fields(server, &mut reply.result);
@@ -35,6 +40,7 @@ pub(super) async fn dispatch(
             MethodReply::plain(saga::handle(server, request, caps, ctx).await?)
         }
         "subscriptions/listen" => listen(request)?,
+        m if crate::task::is_task_method(m) => crate::task::handle_method(server, request, meta, ctx)?,
         m if is_removed(m) => {
             return Err(McpError::new(
                 ErrorKind::MethodNotFound,
@@ -125,7 +131,7 @@ fn discover(server: &Server) -> Value {
     let mut result = json!({
         "resultType": "complete",
         "supportedVersions": super::supported_versions(),
-        "capabilities": capabilities(),
+        "capabilities": modern_capabilities(server),
         "_meta": {META_SERVER_INFO: {"name": server.config.name, "version": server.config.version}},
     });
     if let Some(i) = &server.config.instructions {
@@ -145,6 +151,16 @@ pub(crate) fn capabilities() -> Value {
         "completions": {},
         "logging": {},
     })
+}
+
+/// The stateless wire's capabilities, plus the tasks extension when a tool
+/// can run as a task.
+fn modern_capabilities(server: &Server) -> Value {
+    let mut caps = capabilities();
+    if server.registry.tools.iter().any(|t| t.task.is_some()) {
+        caps["extensions"] = json!({ TASKS_EXTENSION: {} });
+    }
+    caps
 }
 
 /// `ttlMs` and `cacheScope`: lists are the same for every caller unless
@@ -251,5 +267,6 @@ fn listen(request: &Request) -> Result<MethodReply, McpError> {
             subscription_id: request.id.clone(),
             filter: honoured,
         }),
+        effects: Vec::new(),
     })
 }

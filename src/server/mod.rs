@@ -24,10 +24,12 @@ mod request;
 mod saga;
 mod streamless;
 
-pub(crate) use call::run_target;
+pub(crate) use call::{run_round, run_target, state_param, RoundInput, RoundOutcome, Target};
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};
+pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
+pub(crate) use request::{MethodReply, RequestMeta};
 
 use serde_json::Value;
 
@@ -36,6 +38,7 @@ use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
+use crate::task::TaskHost;
 use crate::protocol::{parse_message, parse_value, result_response, versions, Message};
 
 /// What the outside world supplies for one request.
@@ -65,6 +68,20 @@ pub(crate) struct Ctx<'a> {
     pub(crate) principal: &'a Principal,
     /// Set when the request is served inside a call's Durable Object.
     pub(crate) durable: Option<&'a Durable<'a>>,
+    /// Set when the request is served inside a task's Durable Object.
+    pub(crate) task: Option<&'a TaskHost<'a>>,
+}
+
+/// Where a request is served: the Worker, or the object of a durable call
+/// or of a task.
+#[derive(Clone, Copy)]
+pub(crate) enum Place<'a> {
+    /// The stateless Worker (or an object that holds neither).
+    Worker,
+    /// A durable call's object.
+    Call(&'a Durable<'a>),
+    /// A task's object.
+    Task(&'a TaskHost<'a>),
 }
 
 /// A fresh call id from the request's randomness.
@@ -83,10 +100,10 @@ impl Server {
     /// [`crate::host::route`] first, which also says where stateful
     /// requests go.
     pub async fn handle(&self, req: &HttpRequest, env: &Env) -> Reply {
-        self.serve(req, env, None, false, None).await
+        self.serve(req, env, Place::Worker, false, None).await
     }
 
-    /// Serves a request. `durable`: inside a call's Durable Object.
+    /// Serves a request. `place`: the Worker or an object.
     /// `forwarded`: the Worker already ran the Origin/Host/size checks (the
     /// forwarded Host is an internal one). `body`: the body, already parsed
     /// by the router (so it is parsed once).
@@ -94,11 +111,19 @@ impl Server {
         &self,
         req: &HttpRequest,
         env: &Env,
-        durable: Option<&Durable<'_>>,
+        place: Place<'_>,
         forwarded: bool,
         body: Option<Value>,
     ) -> Reply {
-        let reply = match self.serve_inner(req, env, durable, forwarded, body).await {
+        let durable = match place {
+            Place::Call(d) => Some(d),
+            _ => None,
+        };
+        let task = match place {
+            Place::Task(t) => Some(t),
+            _ => None,
+        };
+        let reply = match self.serve_inner(req, env, durable, task, forwarded, body).await {
             Ok(reply) => reply,
             Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
         };
@@ -119,6 +144,7 @@ impl Server {
         req: &HttpRequest,
         env: &Env,
         durable: Option<&Durable<'_>>,
+        task: Option<&TaskHost<'_>>,
         forwarded: bool,
         body: Option<Value>,
     ) -> Result<Reply, (McpError, Option<Value>)> {
@@ -169,6 +195,7 @@ impl Server {
             env,
             principal: &principal,
             durable,
+            task,
         };
         // Requests without 2026 `_meta` that use a seed wire are served
         // there; everything else is held to the 2026-07-28 rules.

@@ -35,6 +35,7 @@ pub(super) async fn handle(
     };
     let id = Some(request.id.clone());
     let meta = validate(req, &request).map_err(|e| (e, id.clone()))?;
+    check_param_headers(server, req, &request).map_err(|e| (e, id.clone()))?;
     let reply = methods::dispatch(server, &request, &meta, ctx)
         .await
         .map_err(|e| (e, id.clone()))?;
@@ -125,6 +126,7 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
     let name_field = match request.method.as_str() {
         "tools/call" | "prompts/get" => Some("name"),
         "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
         _ => None,
     };
     if let Some(field) = name_field {
@@ -141,6 +143,48 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
         log_level,
         progress_token: meta.get("progressToken").cloned(),
     })
+}
+
+/// SEP-2243 custom headers: a tool argument whose schema names a header
+/// (`"x-mcp-header": "Region"`) is mirrored in `Mcp-Param-Region`, so an
+/// intermediary can route on it. When the body has the argument, the
+/// header must be there and equal to it (`=?base64?…?=` decoded strictly;
+/// anything else is taken literally).
+fn check_param_headers(server: &Server, req: &HttpRequest, request: &Request) -> Result<(), McpError> {
+    if request.method != "tools/call" {
+        return Ok(());
+    }
+    let Some(tool) = request
+        .params
+        .get("name")
+        .and_then(Value::as_str)
+        .and_then(|n| server.registry.find_tool(n))
+    else {
+        return Ok(());
+    };
+    let Some(props) = tool
+        .meta
+        .get("inputSchema")
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object)
+    else {
+        return Ok(());
+    };
+    let args = request.params.get("arguments");
+    for (param, schema) in props {
+        let Some(header) = schema.get("x-mcp-header").and_then(Value::as_str) else {
+            continue;
+        };
+        let body = match args.and_then(|a| a.get(param)) {
+            None | Some(Value::Null) => continue,
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => v.to_string(),
+        };
+        let name = format!("mcp-param-{}", header.to_ascii_lowercase());
+        let display = format!("Mcp-Param-{header}");
+        check_mirrored(req, &name, &display, Some(&body))?;
+    }
+    Ok(())
 }
 
 /// A header that mirrors a body field must be present and equal to it.
@@ -196,5 +240,5 @@ fn respond(id: &Value, reply: MethodReply) -> Reply {
         all.push(SseEvent::message(&response));
         Reply::new(HttpResponse::sse(all, false))
     };
-    out.with_all(changed)
+    out.with_all(changed).with_all(reply.effects)
 }

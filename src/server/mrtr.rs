@@ -5,10 +5,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::{run_round, state_param, RoundInput, RoundOutcome, Target};
+use super::call::{run_round, state_param, Round, RoundInput, RoundOutcome, Target};
 use super::request::{MethodReply, RequestMeta};
 use super::{Ctx, Server};
-use crate::engine::ClientCaps;
+use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
 use crate::protocol::Request;
 
@@ -41,22 +41,31 @@ pub(crate) async fn call(
             progress_token: meta.progress_token.clone(),
             log_level: meta.log_level.clone(),
             args_in_token: false,
+            task_mode: TaskMode::Off,
         },
         ctx,
     )
     .await?;
+    Ok(shape(round))
+}
+
+/// The MRTR shape of a round: a complete result, or `input_required` with
+/// the requests to answer and the sealed state.
+pub(crate) fn shape(round: Round) -> MethodReply {
     let result = match round.outcome {
         RoundOutcome::Complete(mut v) => {
             v["resultType"] = json!("complete");
             v
         }
-        RoundOutcome::InputRequired { requests, state } => {
+        RoundOutcome::InputRequired {
+            requests, state, ..
+        } => {
             let reqs: Map<String, Value> = requests
                 .iter()
-                .filter(|(_, r)| !r.is_checkpoint())
+                .filter(|(_, r)| !r.is_internal())
                 .map(|(k, r)| (k.clone(), r.to_json()))
                 .collect();
-            // Only checkpoints: a state-only round (the client just retries).
+            // Only internal pauses: a state-only round (the client just retries).
             if reqs.is_empty() {
                 json!({"resultType": "input_required", "requestState": state})
             } else {
@@ -64,9 +73,10 @@ pub(crate) async fn call(
             }
         }
     };
-    Ok(MethodReply {
+    MethodReply {
         result,
         notifications: round.notifications,
         listen: None,
-    })
+        effects: Vec::new(),
+    }
 }

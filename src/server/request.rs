@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::effects::Listen;
+use crate::effects::{Effect, Listen};
 use crate::error::McpError;
 use crate::protocol::versions::META_PROTOCOL_VERSION;
 use crate::protocol::Request;
@@ -35,6 +35,8 @@ pub(crate) struct MethodReply {
     pub(crate) notifications: Vec<Value>,
     /// A `subscriptions/listen` stream to keep open after these frames.
     pub(crate) listen: Option<Listen>,
+    /// What the host does besides answering (a task's alarm).
+    pub(crate) effects: Vec<Effect>,
 }
 
 impl MethodReply {
@@ -43,6 +45,7 @@ impl MethodReply {
             result,
             notifications: Vec::new(),
             listen: None,
+            effects: Vec::new(),
         }
     }
 }

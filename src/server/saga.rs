@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
 use super::request::object_param;
 use super::{Ctx, Server};
-use crate::engine::{ClientCaps, InputRequest};
+use crate::engine::{ClientCaps, InputRequest, TaskMode};
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::Request;
 use crate::token;
@@ -82,13 +82,16 @@ pub(crate) async fn handle(
             progress_token: None,
             log_level: None,
             args_in_token: true,
+            task_mode: TaskMode::Off,
         },
         ctx,
     )
     .await?;
     Ok(match round.outcome {
         RoundOutcome::Complete(v) => v,
-        RoundOutcome::InputRequired { requests, state } => {
+        RoundOutcome::InputRequired {
+            requests, state, ..
+        } => {
             let steps: Vec<Value> = requests
                 .iter()
                 .filter(|(_, r)| !r.is_checkpoint())

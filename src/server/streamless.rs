@@ -15,7 +15,7 @@ use super::call::{
 };
 use super::request::object_param;
 use super::{Ctx, Server};
-use crate::engine::ClientCaps;
+use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
 use crate::http::HttpRequest;
 use crate::protocol::{result_response, Request};
@@ -64,13 +64,16 @@ pub(crate) async fn handle(
             progress_token: None,
             log_level: None,
             args_in_token: false,
+            task_mode: TaskMode::Off,
         },
         ctx,
     )
     .await?;
     Ok(match round.outcome {
         RoundOutcome::Complete(v) => result_response(&request.id, v),
-        RoundOutcome::InputRequired { requests, state } => {
+        RoundOutcome::InputRequired {
+            requests, state, ..
+        } => {
             let deps: Map<String, Value> = requests
                 .iter()
                 .filter(|(_, r)| !r.is_checkpoint())

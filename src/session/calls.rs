@@ -206,7 +206,8 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
         .with_call(format!("{}/{}", meta.id, call.stream), true)
         .with_progress_token(progress_token(&call.params))
         .with_log_level(meta.log_level.as_deref());
-    let (outcome, mut messages) = run_target(server, &target, cx, args).await;
+    let run = run_target(server, &target, cx, args).await;
+    let (outcome, mut messages) = (run.outcome, run.notifications);
     let is_tool = call.method == "tools/call";
     match outcome {
         Outcome::Complete(v) => {

@@ -16,6 +16,7 @@ mod call_store;
 mod convert;
 mod object;
 mod session_store;
+mod task_store;
 
 use std::cell::RefCell;
 use std::rc::Rc;

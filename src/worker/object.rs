@@ -14,6 +14,7 @@ use worker::{Env, Request, Response, Result, State};
 use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
 use super::session_store::SqliteSessionStore;
+use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
 use crate::effects::{Effect, Listen, Push, Reply};
 use crate::host::{self, Stores};
@@ -53,10 +54,11 @@ impl Object {
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
         let http = to_http_request(req, server.config.max_body_bytes).await?;
-        let (call, session) = self.storage();
+        let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
+            task: &task,
         };
         let reply = host::handle_in_object(&server, &http, &request_env(), &stores).await;
         self.apply(reply).await
@@ -66,12 +68,14 @@ impl Object {
     pub async fn alarm(&self) -> Result<Response> {
         let server =
             server(&self.env, self.build).map_err(|e| worker::Error::RustError(e.message))?;
-        let (call, session) = self.storage();
+        let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
+            task: &task,
         };
         let effects = host::alarm(&server, &stores, request_env().now_ms)
+            .await
             .map_err(|e| worker::Error::RustError(e.message))?;
         let reply = Reply {
             response: crate::http::HttpResponse::empty(204),
@@ -80,11 +84,15 @@ impl Object {
         self.apply(reply).await
     }
 
-    /// The object's SQLite as a durable call's and a session's store (the
-    /// core decides which it is; neither writes until it must).
-    fn storage(&self) -> (SqliteStore, SqliteSessionStore) {
+    /// The object's SQLite as a durable call's, a session's and a task's
+    /// store (the core decides which it is; none writes until it must).
+    fn storage(&self) -> (SqliteStore, SqliteSessionStore, SqliteTaskStore) {
         let sql = self.state.storage().sql();
-        (SqliteStore::new(sql.clone()), SqliteSessionStore::new(sql))
+        (
+            SqliteStore::new(sql.clone()),
+            SqliteSessionStore::new(sql.clone()),
+            SqliteTaskStore::new(sql),
+        )
     }
 
     /// Applies a reply's effects in order, then converts its response

@@ -25,6 +25,7 @@ pub(crate) fn register(r: &mut Registry) {
     content_tools(r);
     interactive_tools(r);
     mrtr_tools(r);
+    r.tool(Tool::new("test_custom_header", custom_header));
     resources(r);
     prompts(r);
 }
@@ -310,6 +311,19 @@ fn string_form(message: &str, field: &str, kind: &str) -> Value {
 
 fn name_form(message: &str) -> Value {
     string_form(message, "name", "string")
+}
+
+/// Echoes a region that the client also sends as the `Mcp-Param-Region`
+/// header (SEP-2243 custom headers: `http-custom-header-server-validation`).
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct RegionArgs {
+    /// The region; mirrored in the `Mcp-Param-Region` header.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
+async fn custom_header(_: &mut Cx, a: RegionArgs) -> Out {
+    Ok(text(format!("Region: {}", a.region)))
 }
 
 /// The MRTR fixtures (`input-required-result-*` scenarios).

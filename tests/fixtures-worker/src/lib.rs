@@ -6,9 +6,11 @@
 //! # Layout
 //! - `examples.rs`: `deploy` (seed 000's story, durable) and `add`.
 //! - `fixtures.rs`: the conformance suite's fixtures.
+//! - `tasks.rs`: the tasks-extension fixtures, and a long task for e2e.
 
 mod examples;
 mod fixtures;
+mod tasks;
 
 use durable_mcp::{Bindings, Registry};
 
@@ -20,6 +22,7 @@ pub fn registry(env: &Bindings) -> Registry {
     });
     examples::register(&mut r);
     fixtures::register(&mut r);
+    tasks::register(&mut r);
     r
 }
 

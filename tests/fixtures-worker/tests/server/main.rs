@@ -6,10 +6,12 @@
 //! - `wires.rs`: the saga methods and the streamless sketch.
 //! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
 //! - `session.rs`: the 2025-11-25 session wire.
+//! - `tasks.rs`: the tasks extension.
 
 mod durable;
 mod modern;
 mod session;
+mod tasks;
 mod wires;
 
 use durable_mcp::server::Config;

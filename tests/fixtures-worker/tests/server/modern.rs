@@ -622,3 +622,31 @@ fn a_chain_to_an_unlisted_tool_or_with_bad_arguments_is_a_tool_error() {
         "{text}"
     );
 }
+
+#[test]
+fn a_custom_header_argument_must_mirror_the_body() {
+    let mut s = Harness::new();
+    let list = s.call("tools/list", json!({}));
+    let tool = list.json["result"]["tools"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["name"] == "test_custom_header"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(
+        tool["inputSchema"]["properties"]["region"]["x-mcp-header"],
+        "Region"
+    );
+    let call = |s: &mut durable_mcp::testing::TestServer, header: Option<&str>| {
+        s.request(
+            "tools/call",
+            json!({"name": "test_custom_header", "arguments": {"region": "Hello"}}),
+            |h| set(h, "mcp-param-region", header),
+        )
+    };
+    let ok = call(&mut s, Some("=?base64?SGVsbG8=?="));
+    assert_eq!(ok.json["result"]["content"][0]["text"], "Region: Hello");
+    assert_eq!(call(&mut s, Some("Hello")).status, 200);
+    for bad in [None, Some("=?base64?SGVsbG8?="), Some("=?base64?SGVs!!!bG8=?="), Some("Bye")] {
+        assert_error(&call(&mut s, bad), 400, -32020);
+    }
+}

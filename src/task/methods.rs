@@ -1,0 +1,149 @@
+//! `tasks/get`, `tasks/update` and `tasks/cancel`, served in the task's
+//! object (the Worker routes them by `taskId`). `tasks/result` and
+//! `tasks/list` do not exist in SEP-2663: they are unknown methods.
+
+use serde_json::{json, Map, Value};
+
+use super::slice::store;
+use super::{extension_required, task_fields, unknown_task, TaskHost, TaskRecord, TaskStatus};
+use crate::engine::ClientCaps;
+use crate::error::McpError;
+use crate::protocol::Request;
+use crate::server::{Ctx, MethodReply, RequestMeta, Server};
+
+/// Whether `method` is one of the task methods this module serves.
+pub(crate) fn is_task_method(method: &str) -> bool {
+    matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+}
+
+/// Serves a task method.
+pub(crate) fn handle(
+    server: &Server,
+    request: &Request,
+    meta: &RequestMeta,
+    ctx: &Ctx<'_>,
+) -> Result<MethodReply, McpError> {
+    if !ClientCaps::from_json(Some(&meta.capabilities)).tasks {
+        return Err(extension_required(&request.method));
+    }
+    let p = &request.params;
+    let Some(task_id) = p.get("taskId").and_then(Value::as_str) else {
+        return Err(McpError::invalid_params(
+            "Invalid params: taskId must be a string",
+        ));
+    };
+    let inputs = match request.method.as_str() {
+        "tasks/update" => match p.get("inputResponses") {
+            Some(Value::Object(m)) => Some(m.clone()),
+            _ => {
+                return Err(McpError::invalid_params(
+                    "Invalid params: inputResponses must be an object",
+                ))
+            }
+        },
+        _ => None,
+    };
+    // Only the creator sees a task; to anyone else it does not exist.
+    let task = match ctx.task {
+        Some(host) if host.task_id == task_id => host
+            .store
+            .load()?
+            .filter(|t| t.principal == ctx.principal.0)
+            .map(|t| (host, t)),
+        _ => None,
+    };
+    let now = ctx.env.now_ms;
+    match (request.method.as_str(), task) {
+        ("tasks/get", Some((_, t))) => Ok(MethodReply::plain(detailed(server, &t))),
+        ("tasks/get", None) => Err(unknown_task()),
+        // Update and cancel are acknowledged even for a task that does not
+        // exist (SEP-2663): the ack says nothing about the task.
+        (_, None) => Ok(MethodReply::plain(ack())),
+        ("tasks/update", Some((host, t))) => update(server, host, t, inputs.unwrap_or_default(), now),
+        (_, Some((host, t))) => cancel(server, host, t, now),
+    }
+}
+
+/// `{resultType: "complete"}`: the empty acknowledgement.
+fn ack() -> Value {
+    json!({"resultType": "complete"})
+}
+
+/// The task as `tasks/get` shows it: its fields plus, by status, the
+/// questions waiting for the client, the result, or the error.
+fn detailed(server: &Server, t: &TaskRecord) -> Value {
+    let mut v = task_fields(server, t);
+    v["resultType"] = json!("complete");
+    match t.status {
+        TaskStatus::InputRequired => {
+            let asks: Map<String, Value> = t
+                .journal
+                .pending
+                .iter()
+                .filter(|(_, r)| !r.is_internal())
+                .map(|(k, r)| (k.clone(), r.to_json()))
+                .collect();
+            v["inputRequests"] = Value::Object(asks);
+        }
+        TaskStatus::Completed => v["result"] = t.result.clone().unwrap_or(json!({})),
+        TaskStatus::Failed => v["error"] = t.error.clone().unwrap_or(json!({})),
+        TaskStatus::Working | TaskStatus::Cancelled => {}
+    }
+    v
+}
+
+/// Takes the client's answers. Keys that are not outstanding are ignored;
+/// an answer of the wrong shape is refused (`-32602`) and its question
+/// stays open. Once nothing is left to answer the task goes on at once.
+fn update(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut t: TaskRecord,
+    inputs: Map<String, Value>,
+    now: u64,
+) -> Result<MethodReply, McpError> {
+    if t.status != TaskStatus::InputRequired {
+        return Ok(MethodReply::plain(ack()));
+    }
+    let answers: Vec<(String, Result<Value, Value>)> = inputs
+        .into_iter()
+        .filter(|(k, _)| t.journal.pending.get(k).is_some_and(|r| !r.is_internal()))
+        .map(|(k, v)| (k, Ok(v)))
+        .collect();
+    t.journal.check_answers(&answers)?;
+    if t.journal.accept_answers(answers) == 0 {
+        return Ok(MethodReply::plain(ack()));
+    }
+    if !t.journal.pending.values().any(|r| !r.is_internal()) {
+        t.status = TaskStatus::Working;
+    }
+    t.updated_ms = now;
+    let effects = store(server, host, t, now)?;
+    Ok(MethodReply {
+        effects,
+        ..MethodReply::plain(ack())
+    })
+}
+
+/// Cancels a task that has not ended; the alarm will not run it again. On
+/// an ended task, the same acknowledgement and nothing else.
+fn cancel(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut t: TaskRecord,
+    now: u64,
+) -> Result<MethodReply, McpError> {
+    if t.status.is_terminal() {
+        return Ok(MethodReply::plain(ack()));
+    }
+    t.status = TaskStatus::Cancelled;
+    t.status_message = Some("Cancelled by the client".into());
+    t.journal.pending.clear();
+    t.timers.clear();
+    t.updated_ms = now;
+    let effects = store(server, host, t, now)?;
+    Ok(MethodReply {
+        effects,
+        ..MethodReply::plain(ack())
+    })
+}

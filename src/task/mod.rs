@@ -1,0 +1,85 @@
+//! The tasks extension (SEP-2663, `io.modelcontextprotocol/tasks`): a tool
+//! call answered with a task at once, whose work goes on in the task's own
+//! Durable Object — named by the task id, an unguessable bearer capability —
+//! with no client connected, across restarts and deploys.
+//!
+//! The same replay engine runs the body. A task is a journal plus a status:
+//! requests change the status and arm the object's alarm, and the alarm
+//! runs the body, one slice per alarm, from pause to pause. A slice ends
+//! where the body waits: on the client (`input_required`: its questions are
+//! the task's `inputRequests`, answered with `tasks/update`), on a timer
+//! (`cx.sleep`: the alarm is armed for when it is due) or nowhere (done).
+//! The journal is stored after every slice, so a restart loses at most the
+//! slice that was running, and the alarm (at-least-once) runs it again.
+//!
+//! # Layout
+//! - `record.rs`: the stored task, its status, the storage trait.
+//! - `start.rs`: `tools/call` of a task tool: the first slice, on the request.
+//! - `methods.rs`: `tasks/get`, `tasks/update`, `tasks/cancel`.
+//! - `slice.rs`: the alarm: one slice of the body; how a task settles.
+
+mod methods;
+mod record;
+mod slice;
+mod start;
+
+pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
+pub(crate) use methods::{handle as handle_method, is_task_method};
+pub use slice::alarm;
+pub(crate) use start::call;
+
+use serde_json::{json, Value};
+
+use crate::error::McpError;
+use crate::protocol::versions::TASKS_EXTENSION;
+use crate::server::Server;
+
+/// A task's object, as a request served in it sees it.
+pub struct TaskHost<'a> {
+    /// The task id the Worker routed by (the object's name).
+    pub task_id: String,
+    /// The object's storage.
+    pub store: &'a dyn TaskStore,
+}
+
+/// Whether `id` can name a task: 32 lowercase hex digits (128 random bits).
+pub fn is_task_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
+/// `-32021`: the method needs the tasks extension, which the request did
+/// not declare.
+pub(crate) fn extension_required(what: &str) -> McpError {
+    McpError::new(
+        crate::error::ErrorKind::MissingCapability,
+        format!("{what} needs the {TASKS_EXTENSION} extension, which the request did not declare"),
+    )
+    .with_data(json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}}))
+}
+
+/// `-32602` for a task this caller cannot see (unknown, expired, or
+/// another principal's: they are told apart by nobody).
+pub(crate) fn unknown_task() -> McpError {
+    McpError::invalid_params("Invalid params: unknown or expired taskId")
+}
+
+/// The task fields every task message carries (`Task` in SEP-2663).
+pub(crate) fn task_fields(server: &Server, t: &TaskRecord) -> Value {
+    let mut v = json!({
+        "taskId": t.task_id,
+        "status": t.status.as_str(),
+        "createdAt": iso8601(t.created_ms),
+        "lastUpdatedAt": iso8601(t.updated_ms),
+        "ttlMs": server.config.task_ttl_ms,
+        "pollIntervalMs": server.config.task_poll_ms,
+    });
+    if let Some(m) = &t.status_message {
+        v["statusMessage"] = json!(m);
+    }
+    v
+}
+
+/// When a task and its storage go: `ttlMs` after it was created.
+pub(crate) fn expires_at(server: &Server, t: &TaskRecord) -> u64 {
+    t.created_ms.saturating_add(server.config.task_ttl_ms)
+}

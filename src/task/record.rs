@@ -1,0 +1,152 @@
+//! A task as stored in its Durable Object, and the storage trait.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::{ClientCaps, Journal};
+use crate::error::McpError;
+
+/// A task's status (SEP-2663).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// Running, or waiting on a timer.
+    Working,
+    /// Waiting for the client's `tasks/update`.
+    InputRequired,
+    /// Finished with a result (a tool error is a result with `isError`).
+    Completed,
+    /// Finished with a JSON-RPC error.
+    Failed,
+    /// Cancelled by the client.
+    Cancelled,
+}
+
+impl TaskStatus {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Working => "working",
+            Self::InputRequired => "input_required",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Completed, failed or cancelled: nothing will change any more.
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One task. Its object holds exactly one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskRecord {
+    /// The task id (the object's name; an unguessable bearer capability).
+    pub task_id: String,
+    /// Who created it: only they can see or change it.
+    pub principal: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// The tool's arguments.
+    pub arguments: Value,
+    /// What the creating request's client can answer.
+    pub caps: ClientCaps,
+    /// Where it is.
+    pub status: TaskStatus,
+    /// The body's last `cx.status` message, or why it ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// When it was created (ms since the epoch).
+    pub created_ms: u64,
+    /// When it last changed.
+    pub updated_ms: u64,
+    /// The journal the body replays from; `pending` holds what it waits on.
+    pub journal: Journal,
+    /// When each pending timer is due (ms since the epoch), by key.
+    #[serde(default)]
+    pub timers: BTreeMap<String, u64>,
+    /// The `CallToolResult`, once completed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<Value>,
+    /// The JSON-RPC error object, once failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Value>,
+    /// Bumped on every write, so a slice that ran while a request changed
+    /// the task (a cancel) notices.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// Storage of one task (one Durable Object holds one task). Synchronous:
+/// the Worker's is Durable Object SQLite, whose `exec` is.
+pub trait TaskStore {
+    /// The task, if this object holds one.
+    fn load(&self) -> Result<Option<TaskRecord>, McpError>;
+    /// Writes the task (insert or replace).
+    fn save(&self, task: &TaskRecord) -> Result<(), McpError>;
+}
+
+/// A [`TaskStore`] in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryTaskStore {
+    task: RefCell<Option<TaskRecord>>,
+}
+
+impl MemoryTaskStore {
+    /// An empty store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl TaskStore for MemoryTaskStore {
+    fn load(&self) -> Result<Option<TaskRecord>, McpError> {
+        Ok(self.task.borrow().clone())
+    }
+
+    fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+        *self.task.borrow_mut() = Some(task.clone());
+        Ok(())
+    }
+}
+
+/// Milliseconds since the epoch as an ISO 8601 UTC timestamp
+/// (`2026-11-22T09:30:00.000Z`).
+pub fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = i64::try_from(days).unwrap_or(0) + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        ms % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_iso_8601_utc() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(iso8601(1_795_340_400_123), "2026-11-22T09:40:00.123Z");
+    }
+}

@@ -1,0 +1,171 @@
+//! The task's alarm: one slice of the body, from where it waited to where
+//! it waits next; and how a run's outcome settles the task.
+
+use serde_json::{json, Value};
+
+use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
+use crate::app::CallToolResult;
+use crate::effects::Effect;
+use crate::engine::{ClientCaps, Cx, Outcome, Run, TaskMode, TIMER};
+use crate::error::McpError;
+use crate::server::{run_target, Server, Target};
+
+/// The alarm of a task's object: runs the next slice when the task can go
+/// on (its timers are due, its questions answered), and deletes the task
+/// once its `ttlMs` is over. Returns the effects (the next alarm, or
+/// deleting the storage).
+pub async fn alarm(
+    server: &Server,
+    host: &TaskHost<'_>,
+    now_ms: u64,
+) -> Result<Vec<Effect>, McpError> {
+    let Some(mut task) = host.store.load()? else {
+        return Ok(vec![Effect::DeleteStorage]);
+    };
+    let expires = expires_at(server, &task);
+    if now_ms >= expires {
+        // Alarms are at-least-once: deleting what is already gone is fine.
+        return Ok(vec![Effect::DeleteStorage]);
+    }
+    if task.status.is_terminal() {
+        return Ok(vec![Effect::WakeAt(expires)]);
+    }
+    // Pauses the server answers itself: due timers, detach, checkpoints.
+    let passed: Vec<(String, Result<Value, Value>)> = task
+        .journal
+        .pending
+        .iter()
+        .filter(|(key, r)| match r.method.as_str() {
+            TIMER => task.timers.get(*key).is_some_and(|due| *due <= now_ms),
+            _ => r.is_internal(),
+        })
+        .map(|(key, _)| (key.clone(), Ok(json!({}))))
+        .collect();
+    let answered_all = task.journal.pending.is_empty();
+    if passed.is_empty() && !answered_all {
+        // Still waiting (a timer not due yet, or the client).
+        return Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))]);
+    }
+    task.journal.accept_answers(passed);
+    for key in task.journal.answers.keys() {
+        task.timers.remove(key);
+    }
+
+    let Some(tool) = server.registry.find_tool(&task.tool) else {
+        let e = McpError::internal(format!(
+            "the tool {:?} this task runs is no longer served",
+            task.tool
+        ));
+        settle(&mut task, fail(e), now_ms);
+        return store(server, host, task, now_ms);
+    };
+    let version = task.version;
+    let cx = Cx::new(task.journal.clone(), task.caps.clone())
+        .with_call(task.task_id.clone(), true)
+        .with_task_mode(TaskMode::Running);
+    let run = run_target(server, &Target::Tool(tool), cx, task.arguments.clone()).await;
+    // A request may have changed the task while the body awaited (only a
+    // cancel can: nothing else writes a working task). Cancelled stays so.
+    if let Some(now) = host.store.load()? {
+        if now.version != version && now.status.is_terminal() {
+            return Ok(vec![Effect::WakeAt(expires)]);
+        }
+    }
+    settle(&mut task, run, now_ms);
+    store(server, host, task, now_ms)
+}
+
+/// Writes the task and says when its alarm fires next.
+pub(super) fn store(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut task: TaskRecord,
+    now_ms: u64,
+) -> Result<Vec<Effect>, McpError> {
+    task.version += 1;
+    host.store.save(&task)?;
+    Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))])
+}
+
+/// A run that failed with a JSON-RPC error.
+fn fail(e: McpError) -> Run<Value> {
+    Run {
+        outcome: Outcome::Error(e),
+        notifications: Vec::new(),
+        status: None,
+    }
+}
+
+/// Applies one run of the body to the task: its result, its error, or
+/// what it waits on now.
+pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) {
+    if run.status.is_some() {
+        task.status_message = run.status;
+    }
+    task.updated_ms = now_ms;
+    match run.outcome {
+        Outcome::Complete(result) => {
+            task.status = TaskStatus::Completed;
+            task.result = Some(result);
+        }
+        // A tool error is a result (`isError`), not a failed task.
+        Outcome::ToolFailed(m) => {
+            task.status = TaskStatus::Completed;
+            task.result = Some(CallToolResult::error(m).to_json());
+        }
+        Outcome::Error(e) => {
+            task.status = TaskStatus::Failed;
+            task.error = Some(e.to_error_object());
+        }
+        Outcome::InputRequired { journal, .. } => {
+            task.journal = journal;
+            // A timer's time runs from when the body first asked for it.
+            for (key, r) in &task.journal.pending {
+                if let Some(ms) = r.timer_ms() {
+                    task.timers
+                        .entry(key.clone())
+                        .or_insert(now_ms.saturating_add(ms));
+                }
+            }
+            let pending = &task.journal.pending;
+            task.timers.retain(|k, _| pending.contains_key(k));
+            let asks_client = pending.values().any(|r| !r.is_internal());
+            task.status = if asks_client {
+                TaskStatus::InputRequired
+            } else {
+                TaskStatus::Working
+            };
+        }
+    }
+    if task.status.is_terminal() {
+        task.journal.pending.clear();
+        task.timers.clear();
+    }
+}
+
+/// When the task's alarm must fire next: now when it can go on, when its
+/// next timer is due, or when it expires.
+pub(super) fn next_wake(server: &Server, task: &TaskRecord, now_ms: u64) -> u64 {
+    let expires = expires_at(server, task);
+    if task.status.is_terminal() {
+        return expires;
+    }
+    let pending = &task.journal.pending;
+    let runnable = pending.is_empty()
+        || pending
+            .values()
+            .any(|r| r.is_internal() && r.timer_ms().is_none());
+    if runnable {
+        return now_ms;
+    }
+    task.timers.values().copied().fold(expires, u64::min)
+}
+
+/// The capabilities a task's body may use: those of the request that
+/// created it.
+pub(super) fn task_caps(caps: &ClientCaps) -> ClientCaps {
+    ClientCaps {
+        tasks: true,
+        ..caps.clone()
+    }
+}

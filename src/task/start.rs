@@ -1,0 +1,111 @@
+//! `tools/call` of a task tool. The Worker sent the request to a fresh
+//! task object (the task id is its name). The body runs at once, on the
+//! request: if it finishes, that is the answer and nothing is stored; if it
+//! pauses, the task is stored here — before the answer, so `tasks/get`
+//! already finds it — and the call is answered with `resultType: "task"`.
+
+use serde_json::{json, Value};
+
+use super::slice::{settle, store, task_caps};
+use super::{extension_required, task_fields, TaskRecord, TaskStatus};
+use crate::app::{TaskSupport, Tool};
+use crate::engine::{ClientCaps, Journal, Outcome, Run, TaskMode};
+use crate::error::{ErrorKind, McpError};
+use crate::protocol::Request;
+use crate::server::{mrtr_call, mrtr_shape, run_round, state_param, Ctx, MethodReply, RequestMeta};
+use crate::server::{RoundInput, RoundOutcome, Server, Target};
+
+/// Serves `tools/call` of `tool`, which may run as a task.
+pub(crate) async fn call(
+    server: &Server,
+    tool: &Tool,
+    args: Value,
+    request: &Request,
+    meta: &RequestMeta,
+    ctx: &Ctx<'_>,
+) -> Result<MethodReply, McpError> {
+    let caps = ClientCaps::from_json(Some(&meta.capabilities));
+    if !caps.tasks {
+        if tool.task == Some(TaskSupport::Required) {
+            return Err(extension_required(&format!("The tool {:?}", tool.name)));
+        }
+        return mrtr_call(server, Target::Tool(tool), args, request, meta, ctx).await;
+    }
+    let Some(host) = ctx.task else {
+        return Err(McpError::internal(
+            "a task tool was called outside its task's Durable Object (routing bug)",
+        ));
+    };
+    let p = &request.params;
+    let answers = match p.get("inputResponses") {
+        Some(Value::Object(r)) => r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect(),
+        _ => Vec::new(),
+    };
+    let round = run_round(
+        server,
+        RoundInput {
+            method: &request.method,
+            target: Target::Tool(tool),
+            args: args.clone(),
+            state: state_param(p.get("requestState"))?,
+            answers,
+            caps: caps.clone(),
+            progress_token: meta.progress_token.clone(),
+            log_level: meta.log_level.clone(),
+            args_in_token: false,
+            task_mode: TaskMode::Allowed,
+        },
+        ctx,
+    )
+    .await?;
+    let (requests, journal) = match &round.outcome {
+        RoundOutcome::Complete(_) => return Ok(mrtr_shape(round)),
+        RoundOutcome::InputRequired {
+            requests, journal, ..
+        } => (requests.clone(), journal.clone()),
+    };
+    // A tool that takes its input first becomes a task only at `detach`
+    // (or a sleep); until then its questions are MRTR rounds.
+    if tool.input_before_task && !requests.values().any(|r| r.is_internal()) {
+        return Ok(mrtr_shape(round));
+    }
+    let journal = journal.ok_or_else(|| McpError::internal("a paused round lost its journal"))?;
+    if host.store.load()?.is_some() {
+        return Err(McpError::new(
+            ErrorKind::Conflict,
+            "Conflict: this task id is already in use",
+        ));
+    }
+    let now = ctx.env.now_ms;
+    let mut task = TaskRecord {
+        task_id: host.task_id.clone(),
+        principal: ctx.principal.0.clone(),
+        tool: tool.name.clone(),
+        arguments: args,
+        caps: task_caps(&caps),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        journal: Journal::new(),
+        timers: Default::default(),
+        result: None,
+        error: None,
+        version: 0,
+    };
+    let run = Run {
+        outcome: Outcome::InputRequired { requests, journal },
+        notifications: Vec::new(),
+        status: round.status.clone(),
+    };
+    settle(&mut task, run, now);
+    let effects = store(server, host, task.clone(), now)?;
+    let mut result = task_fields(server, &task);
+    result["resultType"] = json!("task");
+    Ok(MethodReply {
+        result,
+        notifications: round.notifications,
+        listen: None,
+        effects,
+    })
+}

@@ -1,0 +1,83 @@
+//! A task's storage over Durable Object SQLite: one row, the task as JSON.
+
+use serde::Deserialize;
+use worker::{SqlStorage, SqlStorageValue};
+
+use crate::error::McpError;
+use crate::task::{TaskRecord, TaskStore};
+
+/// A [`TaskStore`] over the object's SQLite database. Reading never
+/// creates the table: every object's alarm asks whether it holds a task,
+/// and the objects that do not (calls, sessions) must not be written to.
+pub(crate) struct SqliteTaskStore {
+    sql: SqlStorage,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    record: String,
+}
+
+#[derive(Deserialize)]
+struct Name {
+    #[allow(dead_code)]
+    name: String,
+}
+
+fn storage_error(e: impl std::fmt::Display) -> McpError {
+    McpError::internal(format!("task storage failed: {e}"))
+}
+
+impl SqliteTaskStore {
+    pub(crate) fn new(sql: SqlStorage) -> Self {
+        Self { sql }
+    }
+
+    fn exists(&self) -> Result<bool, McpError> {
+        let rows: Vec<Name> = self
+            .sql
+            .exec(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durable_task'",
+                None,
+            )
+            .and_then(|c| c.to_array())
+            .map_err(storage_error)?;
+        Ok(!rows.is_empty())
+    }
+}
+
+impl TaskStore for SqliteTaskStore {
+    fn load(&self) -> Result<Option<TaskRecord>, McpError> {
+        if !self.exists()? {
+            return Ok(None);
+        }
+        let rows: Vec<Row> = self
+            .sql
+            .exec("SELECT record FROM durable_task WHERE id = 1", None)
+            .and_then(|c| c.to_array())
+            .map_err(storage_error)?;
+        rows.into_iter()
+            .next()
+            .map(|r| serde_json::from_str(&r.record).map_err(storage_error))
+            .transpose()
+    }
+
+    fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+        self.sql
+            .exec(
+                "CREATE TABLE IF NOT EXISTS durable_task (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    record TEXT NOT NULL)",
+                None,
+            )
+            .map_err(storage_error)?;
+        let record = serde_json::to_string(task).map_err(storage_error)?;
+        self.sql
+            .exec(
+                "INSERT OR REPLACE INTO durable_task (id, record) VALUES (1, ?)",
+                vec![SqlStorageValue::from(record)],
+            )
+            .map(|_| ())
+            .map_err(storage_error)
+    }
+}
