@@ -4,7 +4,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::slice::store;
+use super::slice::{next_wake, store};
 use super::{extension_required, task_fields, unknown_task, TaskHost, TaskRecord, TaskStatus};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
@@ -54,13 +54,30 @@ pub(crate) fn handle(
     };
     let now = ctx.env.now_ms;
     match (request.method.as_str(), task) {
-        ("tasks/get", Some((_, t))) => Ok(MethodReply::plain(detailed(server, &t))),
+        ("tasks/get", Some((_, t))) => Ok(MethodReply {
+            effects: nudge(server, &t, now),
+            ..MethodReply::plain(detailed(server, &t))
+        }),
         ("tasks/get", None) => Err(unknown_task()),
         // Update and cancel are acknowledged even for a task that does not
         // exist (SEP-2663): the ack says nothing about the task.
         (_, None) => Ok(MethodReply::plain(ack())),
         ("tasks/update", Some((host, t))) => update(server, host, t, inputs.unwrap_or_default(), now),
         (_, Some((host, t))) => cancel(server, host, t, now),
+    }
+}
+
+/// A poll of a task that should have moved on long ago re-arms its alarm.
+/// Alarms are durable, so this is for the case where one was lost anyway
+/// (a crash between the write and the alarm); the margin keeps polls of a
+/// task whose alarm is running right now from scheduling it twice.
+fn nudge(server: &Server, t: &TaskRecord, now: u64) -> Vec<crate::effects::Effect> {
+    const MARGIN_MS: u64 = 2000;
+    let due = next_wake(server, t, t.updated_ms);
+    if !t.status.is_terminal() && due.saturating_add(MARGIN_MS) <= now {
+        vec![crate::effects::Effect::WakeAt(now)]
+    } else {
+        Vec::new()
     }
 }
 
