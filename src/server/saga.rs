@@ -94,7 +94,7 @@ pub(crate) async fn handle(
         } => {
             let steps: Vec<Value> = requests
                 .iter()
-                .filter(|(_, r)| !r.is_checkpoint())
+                .filter(|(_, r)| !r.is_internal())
                 .map(|(k, r)| step(k, r))
                 .collect();
             json!({"state": "suspended", "sagaToken": state, "steps": steps})

@@ -76,7 +76,7 @@ pub(crate) async fn handle(
         } => {
             let deps: Map<String, Value> = requests
                 .iter()
-                .filter(|(_, r)| !r.is_checkpoint())
+                .filter(|(_, r)| !r.is_internal())
                 .map(|(k, r)| (k.clone(), r.to_json()))
                 .collect();
             json!({"jsonrpc": "2.0", "id": request.id, "dependent_requests": deps, "requestState": state})

@@ -25,7 +25,12 @@ pub(super) async fn start(
 ) -> Result<Reply, McpError> {
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
-    call_target(server, &r.method, &params)?;
+    // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
+    if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &params)? {
+        if t.task_support() == Some(crate::app::TaskSupport::Required) {
+            return Err(crate::task::extension_required(&format!("The tool {:?}", t.name())));
+        }
+    }
     let stream = format!("c{}", meta.next_stream);
     meta.next_stream += 1;
     store.put_meta(meta)?;
@@ -184,7 +189,7 @@ pub(super) async fn advance(
 /// When only checkpoints are pending, passes them; true if it did.
 pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
     let pending = &call.journal.pending;
-    if call.state.is_final() || pending.is_empty() || !pending.values().all(|r| r.is_checkpoint()) {
+    if call.state.is_final() || pending.is_empty() || !pending.values().all(|r| r.is_internal()) {
         return false;
     }
     let passed = crate::engine::InputRequest::checkpoints_passed(pending);
@@ -234,7 +239,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
             journal.round = call.journal.round + 1;
             call.state = match requests
                 .values()
-                .find(|r| !r.is_checkpoint())
+                .find(|r| !r.is_internal())
                 .map(|r| r.method.as_str())
             {
                 Some("sampling/createMessage") => CallState::AwaitingSample,
@@ -243,7 +248,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
                 // Only checkpoints: the client's next GET continues the call.
                 None => CallState::Running,
             };
-            for (key, r) in requests.iter().filter(|(_, r)| !r.is_checkpoint()) {
+            for (key, r) in requests.iter().filter(|(_, r)| !r.is_internal()) {
                 let id = request_id(&call.stream, journal.round, key);
                 let mut m = json!({"jsonrpc": "2.0", "id": id, "method": r.method});
                 if !r.params.is_null() {

@@ -246,6 +246,35 @@ fn an_undeclared_capability_fails_the_call() {
     assert_eq!(r.json["error"]["code"], -32021, "{}", r.json);
 }
 
+#[test]
+fn a_task_only_tool_is_refused_and_a_task_tool_runs_as_a_call() {
+    let mut h = Harness::new();
+    let sid = initialize(&mut h, json!({}));
+    let r = post(
+        &mut h,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+               "params": {"name": "failing_job", "arguments": {}}}),
+    );
+    assert_eq!(r.json["error"]["code"], -32021, "{}", r.json);
+    assert_eq!(
+        r.json["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        json!({})
+    );
+    let r = post(
+        &mut h,
+        Some(&sid),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call",
+               "params": {"name": "slow_compute", "arguments": {"seconds": 0, "label": "s"}}}),
+    );
+    assert_eq!(
+        r.json["result"]["content"][0]["text"],
+        "Computed s after 0 second(s).",
+        "{}",
+        r.json
+    );
+}
+
 /// Resumable requests: the policy comes first; getStatus reports the state;
 /// resume delivers what was not confirmed; maxWait cancels.
 #[test]
