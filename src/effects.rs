@@ -3,6 +3,7 @@
 //! same way and decide nothing: every protocol decision is made here, in
 //! the sans-IO core, before the effects exist.
 
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use crate::http::{HttpResponse, SseEvent};
@@ -25,13 +26,16 @@ pub enum Effect {
     /// A list changed: tell the listen hub (the object named `hub`, with the
     /// request `host::hub_broadcast` builds).
     ListChanged(ListKind),
+    /// A task changed: tell the listen hub, for the streams that asked for
+    /// this task (`notifications/tasks`).
+    TaskChanged(TaskChange),
     /// Hub only: keep this response open as a `subscriptions/listen` stream
     /// and remember what it listens for.
     Listen(Listen),
     /// Hub only: send every held listen stream the frames
     /// [`Listen::frames_for`] gives for these changes; forget the streams
     /// whose clients went away.
-    Fanout(Vec<ListKind>),
+    Fanout(Changes),
     /// Keep this response open as the live view of session stream `0`:
     /// later [`Effect::Push`]es to that stream are written to it.
     HoldOpen(String),
@@ -55,6 +59,48 @@ pub struct Push {
     pub close: bool,
 }
 
+/// A task's new state, for the listen streams that asked for it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TaskChange {
+    /// The task.
+    pub task_id: String,
+    /// Who owns it: only their streams hear about it.
+    pub principal: String,
+    /// The task as `tasks/get` would show it now.
+    pub task: Value,
+}
+
+/// What changed, as the Worker tells the listen hub.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Changes {
+    /// Lists that changed.
+    #[serde(default)]
+    pub lists: Vec<ListKind>,
+    /// Tasks that changed.
+    #[serde(default)]
+    pub tasks: Vec<TaskChange>,
+}
+
+impl Changes {
+    /// The changes a reply's effects announce.
+    pub fn of(effects: &[Effect]) -> Self {
+        let mut c = Self::default();
+        for e in effects {
+            match e {
+                Effect::ListChanged(k) => c.lists.push(*k),
+                Effect::TaskChanged(t) => c.tasks.push(t.clone()),
+                _ => {}
+            }
+        }
+        c
+    }
+
+    /// Nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.lists.is_empty() && self.tasks.is_empty()
+    }
+}
+
 /// A `subscriptions/listen` stream: what it asked to hear.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listen {
@@ -62,13 +108,20 @@ pub struct Listen {
     pub subscription_id: Value,
     /// The notifications asked for (`toolsListChanged`, …).
     pub filter: Map<String, Value>,
+    /// The tasks whose changes it asked for (`taskIds`).
+    pub task_ids: Vec<String>,
+    /// Who is listening (a task is only told to its owner).
+    pub principal: String,
 }
 
 impl Listen {
     /// The frames this listener gets for `changes`: one
-    /// `notifications/<kind>/list_changed` per kind it asked for.
-    pub fn frames_for(&self, changes: &[ListKind]) -> Vec<SseEvent> {
-        changes
+    /// `notifications/<kind>/list_changed` per kind it asked for, and one
+    /// `notifications/tasks` per change of a task it asked for.
+    pub fn frames_for(&self, changes: &Changes) -> Vec<SseEvent> {
+        let meta = json!({ META_SUBSCRIPTION_ID: self.subscription_id });
+        let lists = changes
+            .lists
             .iter()
             .filter(|kind| {
                 let wanted = format!("{}ListChanged", kind.as_str());
@@ -78,10 +131,23 @@ impl Listen {
                 SseEvent::message(&json!({
                     "jsonrpc": "2.0",
                     "method": kind.notification_method(),
-                    "params": {"_meta": {META_SUBSCRIPTION_ID: self.subscription_id}},
+                    "params": {"_meta": meta},
                 }))
-            })
-            .collect()
+            });
+        let tasks = changes
+            .tasks
+            .iter()
+            .filter(|t| t.principal == self.principal && self.task_ids.contains(&t.task_id))
+            .map(|t| {
+                let mut params = t.task.clone();
+                params["_meta"] = meta.clone();
+                SseEvent::message(&json!({
+                    "jsonrpc": "2.0",
+                    "method": "notifications/tasks",
+                    "params": params,
+                }))
+            });
+        lists.chain(tasks).collect()
     }
 }
 
@@ -120,18 +186,36 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_listener_hears_only_the_lists_it_asked_for() {
+    fn a_listener_hears_only_the_lists_and_its_own_tasks_it_asked_for() {
         let mut filter = Map::new();
         filter.insert("toolsListChanged".into(), json!(true));
         filter.insert("promptsListChanged".into(), json!(false));
         let l = Listen {
             subscription_id: json!(9),
             filter,
+            task_ids: vec!["t1".into()],
+            principal: "ann".into(),
         };
-        let frames = l.frames_for(&[ListKind::Tools, ListKind::Prompts, ListKind::Resources]);
+        let task = |id: &str, who: &str| TaskChange {
+            task_id: id.into(),
+            principal: who.into(),
+            task: json!({"taskId": id, "status": "working"}),
+        };
+        let frames = l.frames_for(&Changes {
+            lists: vec![ListKind::Tools, ListKind::Prompts, ListKind::Resources],
+            tasks: vec![task("t1", "bob"), task("t2", "ann")],
+        });
         assert_eq!(frames.len(), 1);
         let frame: Value = serde_json::from_str(&frames[0].data).expect("json");
         assert_eq!(frame["method"], "notifications/tools/list_changed");
+        assert_eq!(frame["params"]["_meta"][META_SUBSCRIPTION_ID], 9);
+        let frames = l.frames_for(&Changes {
+            lists: Vec::new(),
+            tasks: vec![task("t1", "ann")],
+        });
+        let frame: Value = serde_json::from_str(&frames[0].data).expect("json");
+        assert_eq!(frame["method"], "notifications/tasks");
+        assert_eq!(frame["params"]["taskId"], "t1");
         assert_eq!(frame["params"]["_meta"][META_SUBSCRIPTION_ID], 9);
     }
 }

@@ -179,7 +179,7 @@ impl TestServer {
 
     /// Applies effects as the Worker glue does (`object`: whose they are).
     fn apply(&mut self, object: Option<&str>, effects: &[Effect]) {
-        let changed = host::changed_lists(effects);
+        let changed = crate::effects::Changes::of(effects);
         if !changed.is_empty() {
             // The hub fans them out, as its object would.
             let (_, req) = host::hub_broadcast(&changed);
@@ -192,13 +192,13 @@ impl TestServer {
         }
         for effect in effects {
             match effect {
-                Effect::ListChanged(_) => {}
+                Effect::ListChanged(_) | Effect::TaskChanged(_) => {}
                 Effect::Listen(l) => self.listeners.push(l.clone()),
-                Effect::Fanout(kinds) => {
+                Effect::Fanout(changes) => {
                     let frames: Vec<Value> = self
                         .listeners
                         .iter()
-                        .flat_map(|l| l.frames_for(kinds))
+                        .flat_map(|l| l.frames_for(changes))
                         .filter_map(|e| serde_json::from_str(&e.data).ok())
                         .collect();
                     self.hub_frames.extend(frames);

@@ -19,9 +19,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use cx::{
-    ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode,
-};
+pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode};
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
     answer_shape_ok, digest_json, Answer, InputRequest, Journal, CHECKPOINT, DETACH,

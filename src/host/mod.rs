@@ -14,5 +14,5 @@
 mod object;
 mod route;
 
-pub use object::{alarm, changed_lists, handle_in_object, hub_broadcast, Stores};
+pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
 pub use route::{route, serve_local, Local, Route, HUB};

@@ -10,10 +10,9 @@
 use super::route::{
     CALL_ID_HEADER, HUB, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER, TASK_ID_HEADER,
 };
-use crate::effects::{Effect, Reply};
+use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
-use crate::protocol::ListKind;
 use crate::server::{error_response, Durable, Env, Place, Server};
 use crate::session::SessionStore;
 use crate::store::CallStore;
@@ -41,8 +40,8 @@ pub async fn handle_in_object(
     match req.header(HUB_HEADER) {
         Some("listen") => return server.serve(req, env, Place::Worker, true, None).await,
         Some("broadcast") => {
-            let kinds: Vec<ListKind> = serde_json::from_slice(&req.body).unwrap_or_default();
-            return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(kinds));
+            let changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
+            return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(changes));
         }
         _ => {}
     }
@@ -64,7 +63,9 @@ pub async fn handle_in_object(
         return Reply::new(error_response(&e, None));
     };
     let durable = Durable::new(call_id, stores.call);
-    server.serve(req, env, Place::Call(&durable), true, None).await
+    server
+        .serve(req, env, Place::Call(&durable), true, None)
+        .await
 }
 
 /// The object's alarm: a session cancels calls past their `maxWait` and
@@ -101,10 +102,10 @@ pub async fn alarm(
     Ok(vec![Effect::DeleteStorage])
 }
 
-/// The request that tells the hub (the object named `HUB`) which lists
-/// changed, so it fans them out to its listen streams.
-pub fn hub_broadcast(kinds: &[ListKind]) -> (&'static str, HttpRequest) {
-    let body = serde_json::to_vec(kinds).unwrap_or_default();
+/// The request that tells the hub (the object named `HUB`) what changed,
+/// so it fans it out to its listen streams.
+pub fn hub_broadcast(changes: &Changes) -> (&'static str, HttpRequest) {
+    let body = serde_json::to_vec(changes).unwrap_or_default();
     let req = HttpRequest {
         method: "POST".into(),
         path: "/mcp".into(),
@@ -112,15 +113,4 @@ pub fn hub_broadcast(kinds: &[ListKind]) -> (&'static str, HttpRequest) {
         body,
     };
     (HUB, req)
-}
-
-/// The list kinds of a reply's `ListChanged` effects (what to broadcast).
-pub fn changed_lists(effects: &[Effect]) -> Vec<ListKind> {
-    effects
-        .iter()
-        .filter_map(|e| match e {
-            Effect::ListChanged(k) => Some(*k),
-            _ => None,
-        })
-        .collect()
 }

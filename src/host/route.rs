@@ -68,7 +68,9 @@ pub struct Local {
 
 /// Serves a [`Route::Local`] request.
 pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: Local) -> Reply {
-    server.serve(req, env, Place::Worker, false, local.body).await
+    server
+        .serve(req, env, Place::Worker, false, local.body)
+        .await
 }
 
 /// Decides where `req` is served. Anything unusual (bad JSON, bad state, an

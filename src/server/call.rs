@@ -13,7 +13,9 @@ use serde_json::{json, Map, Value};
 
 use super::{Ctx, Server};
 use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
-use crate::engine::{self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode};
+use crate::engine::{
+    self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode,
+};
 use crate::error::{ErrorKind, McpError};
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};

@@ -39,8 +39,10 @@ pub(super) async fn dispatch(
             let caps = ClientCaps::from_json(Some(&meta.capabilities));
             MethodReply::plain(saga::handle(server, request, caps, ctx).await?)
         }
-        "subscriptions/listen" => listen(request)?,
-        m if crate::task::is_task_method(m) => crate::task::handle_method(server, request, meta, ctx)?,
+        "subscriptions/listen" => listen(request, meta, ctx)?,
+        m if crate::task::is_task_method(m) => {
+            crate::task::handle_method(server, request, meta, ctx)?
+        }
         m if is_removed(m) => {
             return Err(McpError::new(
                 ErrorKind::MethodNotFound,
@@ -250,22 +252,49 @@ const LISTENABLE: [&str; 3] = [
 /// `subscriptions/listen`: the stream opens with the acknowledgement of what
 /// we honour, then stays open; the glue registers it so list changes
 /// (`cx.list_changed`) reach it, tagged with the subscription id.
-fn listen(request: &Request) -> Result<MethodReply, McpError> {
+fn listen(request: &Request, meta: &RequestMeta, ctx: &Ctx<'_>) -> Result<MethodReply, McpError> {
     let wanted = object_param(&request.params, "notifications")?;
-    let honoured: Map<String, Value> = wanted
+    // Task ids are bearer capabilities: a stream hears about the tasks it
+    // names, and only those its principal owns (checked per change).
+    let task_ids: Vec<String> = match wanted.get("taskIds") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(ids)) => ids
+            .iter()
+            .filter_map(Value::as_str)
+            .filter(|id| crate::task::is_task_id(id))
+            .map(str::to_string)
+            .collect(),
+        Some(_) => {
+            return Err(McpError::invalid_params(
+                "Invalid params: notifications.taskIds must be an array of task ids",
+            ))
+        }
+    };
+    if wanted.contains_key("taskIds") && !ClientCaps::from_json(Some(&meta.capabilities)).tasks {
+        return Err(crate::task::extension_required(
+            "Listening for task notifications",
+        ));
+    }
+    let mut honoured: Map<String, Value> = wanted
         .into_iter()
         .filter(|(k, v)| LISTENABLE.contains(&k.as_str()) && *v == Value::Bool(true))
         .collect();
+    if !task_ids.is_empty() {
+        honoured.insert("taskIds".into(), json!(task_ids));
+    }
     let ack = notification(
         "notifications/subscriptions/acknowledged",
         json!({"notifications": honoured, "_meta": {META_SUBSCRIPTION_ID: request.id}}),
     );
+    honoured.remove("taskIds");
     Ok(MethodReply {
         result: Value::Null,
         notifications: vec![ack],
         listen: Some(Listen {
             subscription_id: request.id.clone(),
             filter: honoured,
+            task_ids,
+            principal: ctx.principal.0.clone(),
         }),
         effects: Vec::new(),
     })

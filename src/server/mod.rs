@@ -38,8 +38,8 @@ use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
-use crate::task::TaskHost;
 use crate::protocol::{parse_message, parse_value, result_response, versions, Message};
+use crate::task::TaskHost;
 
 /// What the outside world supplies for one request.
 #[derive(Debug, Clone, Default)]
@@ -123,7 +123,10 @@ impl Server {
             Place::Task(t) => Some(t),
             _ => None,
         };
-        let reply = match self.serve_inner(req, env, durable, task, forwarded, body).await {
+        let reply = match self
+            .serve_inner(req, env, durable, task, forwarded, body)
+            .await
+        {
             Ok(reply) => reply,
             Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
         };

@@ -150,7 +150,11 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
 /// intermediary can route on it. When the body has the argument, the
 /// header must be there and equal to it (`=?base64?…?=` decoded strictly;
 /// anything else is taken literally).
-fn check_param_headers(server: &Server, req: &HttpRequest, request: &Request) -> Result<(), McpError> {
+fn check_param_headers(
+    server: &Server,
+    req: &HttpRequest,
+    request: &Request,
+) -> Result<(), McpError> {
     if request.method != "tools/call" {
         return Ok(());
     }

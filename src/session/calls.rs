@@ -28,7 +28,10 @@ pub(super) async fn start(
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
     if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &params)? {
         if t.task_support() == Some(crate::app::TaskSupport::Required) {
-            return Err(crate::task::extension_required(&format!("The tool {:?}", t.name())));
+            return Err(crate::task::extension_required(&format!(
+                "The tool {:?}",
+                t.name()
+            )));
         }
     }
     let stream = format!("c{}", meta.next_stream);

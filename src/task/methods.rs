@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::slice::{next_wake, store};
-use super::{extension_required, task_fields, unknown_task, TaskHost, TaskRecord, TaskStatus};
+use super::{detailed, extension_required, unknown_task, TaskHost, TaskRecord, TaskStatus};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
 use crate::protocol::Request;
@@ -58,11 +58,13 @@ pub(crate) fn handle(
             effects: nudge(server, &t, now),
             ..MethodReply::plain(detailed(server, &t))
         }),
-        ("tasks/get", None) => Err(unknown_task()),
-        // Update and cancel are acknowledged even for a task that does not
-        // exist (SEP-2663): the ack says nothing about the task.
-        (_, None) => Ok(MethodReply::plain(ack())),
-        ("tasks/update", Some((host, t))) => update(server, host, t, inputs.unwrap_or_default(), now),
+        // An unknown (or expired, or someone else's) task is -32602 for
+        // every method (the extension's spec: MUST for get, SHOULD for
+        // update and cancel).
+        (_, None) => Err(unknown_task()),
+        ("tasks/update", Some((host, t))) => {
+            update(server, host, t, inputs.unwrap_or_default(), now)
+        }
         (_, Some((host, t))) => cancel(server, host, t, now),
     }
 }
@@ -84,29 +86,6 @@ fn nudge(server: &Server, t: &TaskRecord, now: u64) -> Vec<crate::effects::Effec
 /// `{resultType: "complete"}`: the empty acknowledgement.
 fn ack() -> Value {
     json!({"resultType": "complete"})
-}
-
-/// The task as `tasks/get` shows it: its fields plus, by status, the
-/// questions waiting for the client, the result, or the error.
-fn detailed(server: &Server, t: &TaskRecord) -> Value {
-    let mut v = task_fields(server, t);
-    v["resultType"] = json!("complete");
-    match t.status {
-        TaskStatus::InputRequired => {
-            let asks: Map<String, Value> = t
-                .journal
-                .pending
-                .iter()
-                .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k.clone(), r.to_json()))
-                .collect();
-            v["inputRequests"] = Value::Object(asks);
-        }
-        TaskStatus::Completed => v["result"] = t.result.clone().unwrap_or(json!({})),
-        TaskStatus::Failed => v["error"] = t.error.clone().unwrap_or(json!({})),
-        TaskStatus::Working | TaskStatus::Cancelled => {}
-    }
-    v
 }
 
 /// Takes the client's answers. Keys that are not outstanding are ignored;

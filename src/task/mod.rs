@@ -23,12 +23,12 @@ mod record;
 mod slice;
 mod start;
 
-pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub(crate) use methods::{handle as handle_method, is_task_method};
+pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub use slice::alarm;
 pub(crate) use start::call;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::error::McpError;
 use crate::protocol::versions::TASKS_EXTENSION;
@@ -44,7 +44,10 @@ pub struct TaskHost<'a> {
 
 /// Whether `id` can name a task: 32 lowercase hex digits (128 random bits).
 pub fn is_task_id(id: &str) -> bool {
-    id.len() == 32 && id.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// `-32021`: the method needs the tasks extension, which the request did
@@ -75,6 +78,29 @@ pub(crate) fn task_fields(server: &Server, t: &TaskRecord) -> Value {
     });
     if let Some(m) = &t.status_message {
         v["statusMessage"] = json!(m);
+    }
+    v
+}
+
+/// The task as `tasks/get` shows it: its fields plus, by status, the
+/// questions waiting for the client, the result, or the error.
+pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
+    let mut v = task_fields(server, t);
+    v["resultType"] = json!("complete");
+    match t.status {
+        TaskStatus::InputRequired => {
+            let asks: Map<String, Value> = t
+                .journal
+                .pending
+                .iter()
+                .filter(|(_, r)| !r.is_internal())
+                .map(|(k, r)| (k.clone(), r.to_json()))
+                .collect();
+            v["inputRequests"] = Value::Object(asks);
+        }
+        TaskStatus::Completed => v["result"] = t.result.clone().unwrap_or(json!({})),
+        TaskStatus::Failed => v["error"] = t.error.clone().unwrap_or(json!({})),
+        TaskStatus::Working | TaskStatus::Cancelled => {}
     }
     v
 }

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
 use crate::app::CallToolResult;
-use crate::effects::Effect;
+use crate::effects::{Effect, TaskChange};
 use crate::engine::{ClientCaps, Cx, Outcome, Run, TaskMode, TIMER};
 use crate::error::McpError;
 use crate::server::{run_target, Server, Target};
@@ -84,7 +84,15 @@ pub(super) fn store(
 ) -> Result<Vec<Effect>, McpError> {
     task.version += 1;
     host.store.save(&task)?;
-    Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))])
+    let change = TaskChange {
+        task_id: task.task_id.clone(),
+        principal: task.principal.clone(),
+        task: super::detailed(server, &task),
+    };
+    Ok(vec![
+        Effect::WakeAt(next_wake(server, &task, now_ms)),
+        Effect::TaskChanged(change),
+    ])
 }
 
 /// A run that failed with a JSON-RPC error.

@@ -94,14 +94,14 @@ pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<
     stub.fetch_with_request(to_object_request(req)?).await
 }
 
-/// Applies `ListChanged` effects: tells the listen hub. A failure is
+/// Applies `ListChanged` and `TaskChanged` effects: tells the listen hub. A failure is
 /// logged, not returned: the request itself succeeded.
 pub(crate) async fn broadcast(env: &Env, effects: &[Effect]) {
-    let kinds = host::changed_lists(effects);
-    if kinds.is_empty() {
+    let changes = crate::effects::Changes::of(effects);
+    if changes.is_empty() {
         return;
     }
-    let (name, req) = host::hub_broadcast(&kinds);
+    let (name, req) = host::hub_broadcast(&changes);
     if let Err(e) = forward(env, name, &req).await {
         worker::console_error!("list-changed broadcast failed: {e}");
     }

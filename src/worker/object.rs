@@ -102,16 +102,16 @@ impl Object {
         for effect in &reply.effects {
             match effect {
                 // Sent to the hub below, together.
-                Effect::ListChanged(_) => {}
+                Effect::ListChanged(_) | Effect::TaskChanged(_) => {}
                 Effect::Listen(listen) => {
                     let (tx, rx) = unbounded();
                     self.listeners.borrow_mut().push((tx, listen.clone()));
                     held = Some(rx);
                 }
-                Effect::Fanout(kinds) => {
+                Effect::Fanout(changes) => {
                     // Streams whose clients went away are dropped here.
                     self.listeners.borrow_mut().retain(|(tx, listen)| {
-                        listen.frames_for(kinds).iter().all(|f| {
+                        listen.frames_for(changes).iter().all(|f| {
                             tx.unbounded_send(encode_all(std::slice::from_ref(f)).into_bytes())
                                 .is_ok()
                         })

@@ -6,7 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { freshPersistDir, startWrangler } from './wrangler.mjs';
 import { startWebhook } from './webhook.mjs';
-import { modernMeta, send } from './modern.mjs';
+import { modernMeta, modernRequest, send } from './modern.mjs';
+import { SseReader, TIMEOUT } from './sse.mjs';
 
 const EXT = 'io.modelcontextprotocol/tasks';
 const CAPS = { elicitation: { form: {} }, extensions: { [EXT]: {} } };
@@ -83,6 +84,39 @@ test('a cancelled task ends cancelled and never runs on', { timeout: 60_000 }, a
   const t = await taskMethod(server.url, 'tasks/get', created.taskId);
   assert.equal(t.status, 'cancelled');
   assert.equal(t.result, undefined);
+});
+
+test('a subscriptions/listen stream that names a task hears notifications/tasks until it completes', { timeout: 60_000 }, async () => {
+  const created = await callTool(server.url, 'count_slowly', { to: 2, step_ms: 500 });
+  const { headers, body } = modernRequest('subscriptions/listen',
+    { notifications: { taskIds: [created.taskId] }, _meta: modernMeta(CAPS) }, { id: 'listen-1' });
+  const controller = new AbortController();
+  const r = await fetch(server.url, { method: 'POST', headers, body: JSON.stringify(body), signal: controller.signal });
+  assert.equal(r.status, 200);
+  const stream = new SseReader(r, controller);
+  try {
+    const ack = await stream.next({ timeoutMs: 10_000 });
+    assert.notEqual(ack, TIMEOUT);
+    assert.equal(ack.message.method, 'notifications/subscriptions/acknowledged');
+    assert.deepEqual(ack.message.params.notifications.taskIds, [created.taskId]);
+    const statuses = [];
+    for (;;) {
+      const ev = await stream.next({ timeoutMs: 15_000 });
+      assert.notEqual(ev, TIMEOUT, `no notifications/tasks after ${JSON.stringify(statuses)}`);
+      assert.ok(ev, 'the listen stream stays open');
+      if (ev.message?.method !== 'notifications/tasks') continue;
+      assert.equal(ev.message.params.taskId, created.taskId);
+      assert.equal(ev.message.params._meta['io.modelcontextprotocol/subscriptionId'], 'listen-1');
+      statuses.push(ev.message.params.status);
+      if (ev.message.params.status === 'completed') {
+        assert.match(ev.message.params.result.content[0].text, /^Counted to 2; /);
+        break;
+      }
+    }
+    assert.ok(statuses.includes('working'), statuses.join());
+  } finally {
+    await stream.close();
+  }
 });
 
 test('another client cannot see a task without its id, and a made-up id is unknown', async () => {

@@ -138,7 +138,10 @@ struct UserName {
 
 /// Asks the user's name over MRTR, then becomes a task that greets them.
 async fn tool_with_task(cx: &mut Cx, _: NoArgs) -> Out {
-    let name = match cx.elicit::<UserName>("user_name", "What is your name?").await? {
+    let name = match cx
+        .elicit::<UserName>("user_name", "What is your name?")
+        .await?
+    {
         Elicitation::Accepted(u) => u.name,
         _ => "stranger".into(),
     };

@@ -646,7 +646,12 @@ fn a_custom_header_argument_must_mirror_the_body() {
     let ok = call(&mut s, Some("=?base64?SGVsbG8=?="));
     assert_eq!(ok.json["result"]["content"][0]["text"], "Region: Hello");
     assert_eq!(call(&mut s, Some("Hello")).status, 200);
-    for bad in [None, Some("=?base64?SGVsbG8?="), Some("=?base64?SGVs!!!bG8=?="), Some("Bye")] {
+    for bad in [
+        None,
+        Some("=?base64?SGVsbG8?="),
+        Some("=?base64?SGVs!!!bG8=?="),
+        Some("Bye"),
+    ] {
         assert_error(&call(&mut s, bad), 400, -32020);
     }
 }

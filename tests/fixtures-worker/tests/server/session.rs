@@ -258,7 +258,8 @@ fn a_task_only_tool_is_refused_and_a_task_tool_runs_as_a_call() {
     );
     assert_eq!(r.json["error"]["code"], -32021, "{}", r.json);
     assert_eq!(
-        r.json["error"]["data"]["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
+        r.json["error"]["data"]["requiredCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"],
         json!({})
     );
     let r = post(
@@ -268,8 +269,7 @@ fn a_task_only_tool_is_refused_and_a_task_tool_runs_as_a_call() {
                "params": {"name": "slow_compute", "arguments": {"seconds": 0, "label": "s"}}}),
     );
     assert_eq!(
-        r.json["result"]["content"][0]["text"],
-        "Computed s after 0 second(s).",
+        r.json["result"]["content"][0]["text"], "Computed s after 0 second(s).",
         "{}",
         r.json
     );

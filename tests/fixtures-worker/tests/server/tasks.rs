@@ -136,7 +136,10 @@ fn input_is_asked_on_tasks_get_and_answered_with_tasks_update_in_parts() {
     let id = created(&call(&mut s, "multi_input", json!({}), true));
     let t = get(&mut s, &id);
     assert_eq!(t["status"], "input_required");
-    let asks = t["inputRequests"].as_object().expect("inputRequests").clone();
+    let asks = t["inputRequests"]
+        .as_object()
+        .expect("inputRequests")
+        .clone();
     assert_eq!(
         asks.keys().collect::<Vec<_>>(),
         vec!["first", "second"],
@@ -144,7 +147,8 @@ fn input_is_asked_on_tasks_get_and_answered_with_tasks_update_in_parts() {
     );
     assert_eq!(asks["first"]["method"], "elicitation/create");
 
-    let accept = |name: &str| json!({"action": "accept", "content": {"name": name, "confirm": true}});
+    let accept =
+        |name: &str| json!({"action": "accept", "content": {"name": name, "confirm": true}});
     // A wrong-shaped answer is refused and the question stays open.
     let r = task_method(
         &mut s,
@@ -163,7 +167,9 @@ fn input_is_asked_on_tasks_get_and_answered_with_tasks_update_in_parts() {
     let t = get(&mut s, &id);
     assert_eq!(t["status"], "input_required");
     assert_eq!(
-        t["inputRequests"].as_object().map(|m| m.keys().cloned().collect::<Vec<_>>()),
+        t["inputRequests"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect::<Vec<_>>()),
         Some(vec!["second".to_string()])
     );
     task_method(
@@ -193,10 +199,15 @@ fn cancel_stops_a_working_task_and_is_an_idempotent_ack() {
 #[test]
 fn unknown_ids_other_principals_and_missing_extension_are_refused() {
     let mut s = Harness::with_config(|c| {
-        c.api_tokens = vec![("tok-a".into(), "alice".into()), ("tok-b".into(), "bob".into())];
+        c.api_tokens = vec![
+            ("tok-a".into(), "alice".into()),
+            ("tok-b".into(), "bob".into()),
+        ];
     });
     let bearer = |tok: &'static str| {
-        move |h: &mut Vec<(String, String)>| h.push(("authorization".into(), format!("Bearer {tok}")))
+        move |h: &mut Vec<(String, String)>| {
+            h.push(("authorization".into(), format!("Bearer {tok}")))
+        }
     };
     let r = s.request(
         "tools/call",
@@ -211,9 +222,16 @@ fn unknown_ids_other_principals_and_missing_extension_are_refused() {
             bearer(tok),
         )
     };
-    assert_eq!(get_as(&mut s, "tok-a", &id).json["result"]["taskId"], id.as_str());
+    assert_eq!(
+        get_as(&mut s, "tok-a", &id).json["result"]["taskId"],
+        id.as_str()
+    );
     assert_error(&get_as(&mut s, "tok-b", &id), 400, -32602);
-    assert_error(&get_as(&mut s, "tok-a", "tasks-conformance-nonexistent-12345"), 400, -32602);
+    assert_error(
+        &get_as(&mut s, "tok-a", "tasks-conformance-nonexistent-12345"),
+        400,
+        -32602,
+    );
     assert_error(&get_as(&mut s, "tok-a", &"0".repeat(32)), 400, -32602);
     let r = s.request(
         "tasks/get",
@@ -222,11 +240,7 @@ fn unknown_ids_other_principals_and_missing_extension_are_refused() {
     );
     assert_error(&r, 400, -32021);
     // Removed methods are unknown.
-    let r = s.request(
-        "tasks/list",
-        json!({"_meta": meta(true)}),
-        bearer("tok-a"),
-    );
+    let r = s.request("tasks/list", json!({"_meta": meta(true)}), bearer("tok-a"));
     assert_eq!(r.json["error"]["code"], -32601);
 }
 
@@ -249,18 +263,72 @@ fn a_task_after_mrtr_rounds_remembers_the_answers_and_expires_after_its_ttl() {
     advance(&mut s, 300);
     let t = get(&mut s, &id);
     assert_eq!(t["status"], "completed", "{t}");
-    assert_eq!(t["result"]["content"][0]["text"], "Hello, Alice, from a task.");
+    assert_eq!(
+        t["result"]["content"][0]["text"],
+        "Hello, Alice, from a task."
+    );
     // Gone after ttlMs: the alarm deletes the object's storage.
     let ttl = s.server.config.task_ttl_ms;
     advance(&mut s, ttl);
     assert!(!s.objects.contains_key(&format!("task:{id}")));
-    assert_error(&task_method(&mut s, "tasks/get", &id, json!({})), 400, -32602);
+    assert_error(
+        &task_method(&mut s, "tasks/get", &id, json!({})),
+        400,
+        -32602,
+    );
 }
 
 #[test]
 fn discover_advertises_the_extension() {
     let mut s = Harness::new();
     let r = s.call("server/discover", json!({}));
-    assert_eq!(r.json["result"]["capabilities"]["extensions"][EXT], json!({}));
+    assert_eq!(
+        r.json["result"]["capabilities"]["extensions"][EXT],
+        json!({})
+    );
     assert!(r.json["result"]["capabilities"].get("tasks").is_none());
+}
+
+#[test]
+fn listen_streams_that_name_a_task_hear_its_changes() {
+    let mut s = Harness::new();
+    let id = created(&call(
+        &mut s,
+        "slow_compute",
+        json!({"seconds": 1, "label": "n"}),
+        true,
+    ));
+    // Without the extension a stream may not ask for tasks.
+    let r = s.call(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [id]}, "_meta": meta(false)}),
+    );
+    assert_error(&r, 400, -32021);
+    let r = s.call(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [id, "not-a-task"]}, "_meta": meta(true)}),
+    );
+    assert_eq!(r.status, 200);
+    assert_eq!(
+        r.events[0]["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "the ack names the tasks it will report"
+    );
+    advance(&mut s, 1000);
+    let frames: Vec<&Value> = s
+        .hub_frames
+        .iter()
+        .filter(|f| f["method"] == "notifications/tasks")
+        .collect();
+    let last = frames.last().expect("a notifications/tasks frame");
+    assert_eq!(last["params"]["taskId"], id.as_str());
+    assert_eq!(last["params"]["status"], "completed");
+    assert_eq!(
+        last["params"]["result"]["content"][0]["text"],
+        "Computed n after 1 second(s)."
+    );
+    assert_eq!(
+        last["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        7
+    );
 }
