@@ -14,7 +14,7 @@ import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { startWrangler } from './wrangler.mjs';
-import { callTool, startWebhook } from './webhook.mjs';
+import { callTool, META, startWebhook } from './webhook.mjs';
 import { MODERN } from './modern.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -22,6 +22,15 @@ const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
 // Workers limits on the compressed bundle: 3 MiB on the free plan, 10 MiB paid.
 const FREE_LIMIT = 3 * 1024 * 1024;
 const WASM_OPT = join(ROOT, 'node_modules/binaryen/bin/wasm-opt');
+// The copy builds itself with worker-build. It must not try to download
+// wasm-opt (GitHub is not reachable): the npm binaryen package ships one.
+// Sharing the repository's target directory saves compiling the same
+// crates again.
+const BUILD_ENV = {
+  DMCP_SKIP_BUILD: '0',
+  CARGO_TARGET_DIR: join(ROOT, 'target'),
+  ...(existsSync(WASM_OPT) && !process.env.WASM_OPT_BIN ? { WASM_OPT_BIN: WASM_OPT } : {}),
+};
 
 let dir;
 let hook;
@@ -59,15 +68,8 @@ before(async () => {
   ].join('\n'));
   server = await startWrangler({
     cwd: dir,
-    // wrangler runs the copy's own build command (worker-build); sharing the
-    // repository's target directory only saves compiling the same crates again.
-    // worker-build must not try to download wasm-opt (GitHub is not
-    // reachable): the npm binaryen package ships one.
-    env: {
-      DMCP_SKIP_BUILD: '0',
-      CARGO_TARGET_DIR: join(ROOT, 'target'),
-      ...(existsSync(WASM_OPT) && !process.env.WASM_OPT_BIN ? { WASM_OPT_BIN: WASM_OPT } : {}),
-    },
+    // wrangler runs the copy's own build command (worker-build).
+    env: BUILD_ENV,
     startupMs: 15 * 60_000,
   });
 });
@@ -95,7 +97,7 @@ async function connect(handlers = {}) {
 test('the copied quickstart lists tools whose schemas come from its Rust types', async () => {
   const client = await connect();
   const { tools } = await client.listTools({}, { cacheMode: 'bypass' });
-  assert.deepEqual(tools.map((t) => t.name), ['add', 'check_account_issue', 'deploy', 'initiate_human_handoff']);
+  assert.deepEqual(tools.map((t) => t.name), ['add', 'backup', 'check_account_issue', 'deploy', 'initiate_human_handoff']);
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.match(deploy.description, /^Deploys a service: asks where/);
@@ -158,13 +160,46 @@ test('the banking chain (seed 004): check_account_issue names initiate_human_han
   assert.deepEqual(result.content, [{ type: 'text', text: 'Handed customer 12345 over to a specialist (account_locked, high urgency).' }]);
 });
 
+test('backup runs as a task: answered with a task id at once, it works on in its object while the client polls tasks/get', { timeout: 60_000 }, async () => {
+  const tasks = { 'io.modelcontextprotocol/tasks': {} };
+  const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': { extensions: tasks } };
+  const r = await callTool(server.url, 'backup', { database: 'orders', parts: 2 }, { _meta: meta });
+  assert.equal(r.status, 200, r.text);
+  assert.equal(r.json.result.resultType, 'task', r.text);
+  const taskId = r.json.result.taskId;
+  const get = async () => {
+    const res = await fetch(server.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': MODERN, 'mcp-method': 'tasks/get', 'mcp-name': taskId },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { taskId, _meta: meta } }),
+    });
+    return (await res.json()).result;
+  };
+  let t = await get();
+  const seen = new Set();
+  const deadline = Date.now() + 30_000;
+  while (!['completed', 'failed', 'cancelled'].includes(t.status) && Date.now() < deadline) {
+    seen.add(t.statusMessage);
+    await new Promise((ok) => setTimeout(ok, t.pollIntervalMs));
+    t = await get();
+  }
+  assert.equal(t.status, 'completed', JSON.stringify(t));
+  assert.deepEqual(t.result.content, [{ type: 'text', text: 'Backed up orders in 2 parts.' }]);
+  assert.ok([...seen].every((m) => /^copying part [12] of 2$/.test(m)), [...seen].join());
+  // Without the extension the same tool is an ordinary call (here, the
+  // wire lets go of the client at each step: a state-only input_required).
+  const plain = await callTool(server.url, 'backup', { database: 'orders', parts: 1 });
+  assert.equal(plain.json.result.resultType, 'input_required', plain.text);
+});
+
 test('wrangler deploy --dry-run bundles the copied quickstart within the Workers size limit', (t) => {
   const out = join(dir, 'dist');
   const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', out], {
     cwd: dir,
     encoding: 'utf8',
     timeout: 10 * 60_000,
-    env: { ...process.env, DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
+    env: { ...process.env, ...BUILD_ENV },
   });
   assert.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
   const files = readdirSync(out).filter((f) => statSync(join(out, f)).isFile());

@@ -11,6 +11,11 @@
 //!   004). The first tool names the next one, with its arguments, in
 //!   `_meta.nextTool`; the runtime checks the chain before sending it.
 //!
+//! - `backup` is a long job run as a task (the tasks extension): the call
+//!   is answered with a task id at once, and the job goes on in its own
+//!   Durable Object, which wakes itself between steps with no client
+//!   connected; `tasks/get` shows how far it got.
+//!
 //! The ticket webhook comes from the Worker's configuration
 //! (`TICKET_WEBHOOK`, a var or secret), never from a tool argument.
 
@@ -20,6 +25,7 @@ use durable_mcp::{
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
+use std::time::Duration;
 
 /// What the tools share, read once per isolate from vars and secrets.
 pub struct Settings {
@@ -206,6 +212,30 @@ async fn initiate_human_handoff(
     )))
 }
 
+/// Backs up a database, part by part: a long job, run as a task.
+#[derive(Deserialize, JsonSchema)]
+pub struct BackupArgs {
+    /// The database to back up.
+    pub database: String,
+    /// How many parts to copy, a second each (default 3, at most 20).
+    pub parts: Option<u32>,
+}
+
+async fn backup(cx: &mut Cx, args: BackupArgs) -> Result<CallToolResult, ToolError> {
+    let parts = args.parts.unwrap_or(3).clamp(1, 20);
+    for part in 1..=parts {
+        cx.status(format!("copying part {part} of {parts}"));
+        // Nothing is held open while it waits: the task's Durable Object
+        // sets its alarm and wakes itself (across restarts too).
+        cx.sleep(&format!("part-{part}"), Duration::from_secs(1))
+            .await?;
+    }
+    Ok(text(format!(
+        "Backed up {} in {parts} parts.",
+        args.database
+    )))
+}
+
 /// The server: called once per isolate with the Worker's vars and secrets.
 pub fn server(env: &Bindings) -> Registry {
     let mut r = Registry::new();
@@ -219,7 +249,8 @@ pub fn server(env: &Bindings) -> Registry {
     )
     .tool(Tool::new("add", add))
     .tool(Tool::new("check_account_issue", check_account_issue))
-    .tool(Tool::new("initiate_human_handoff", initiate_human_handoff));
+    .tool(Tool::new("initiate_human_handoff", initiate_human_handoff))
+    .tool(Tool::new("backup", backup).task());
     r
 }
 
@@ -320,5 +351,33 @@ mod tests {
             .is_some_and(|d| d.starts_with("Deploys a service")));
         let add = tools.iter().find(|t| t["name"] == "add").expect("add");
         assert_eq!(add["outputSchema"]["properties"]["sum"]["type"], "number");
+    }
+
+    #[test]
+    fn backup_runs_as_a_task_when_the_client_allows_it() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        });
+        let r = s.call(
+            "tools/call",
+            json!({"name": "backup", "arguments": {"database": "orders", "parts": 2}, "_meta": meta}),
+        );
+        let task = &r.json["result"];
+        assert_eq!(task["resultType"], "task", "{}", r.json);
+        assert_eq!(task["statusMessage"], "copying part 1 of 2");
+        let id = task["taskId"].as_str().unwrap_or_default().to_string();
+        for _ in 0..2 {
+            s.now_ms += 1000;
+            s.fire_alarms();
+        }
+        let r = s.call("tasks/get", json!({"taskId": id, "_meta": meta}));
+        assert_eq!(r.json["result"]["status"], "completed", "{}", r.json);
+        assert_eq!(
+            r.json["result"]["result"]["content"][0]["text"],
+            "Backed up orders in 2 parts."
+        );
     }
 }
