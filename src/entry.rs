@@ -81,10 +81,10 @@ macro_rules! entry {
 
             #[::worker::event(fetch)]
             async fn fetch(
-                req: ::worker::Request,
+                req: ::worker::worker_sys::web_sys::Request,
                 env: ::worker::Env,
                 _ctx: ::worker::Context,
-            ) -> ::worker::Result<::worker::Response> {
+            ) -> ::worker::Result<::worker::worker_sys::web_sys::Response> {
                 $crate::worker::fetch(req, env, build).await
             }
 

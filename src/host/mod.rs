@@ -15,4 +15,5 @@ mod object;
 mod route;
 
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
+pub use route::wanted_headers;
 pub use route::{route, serve_local, Local, Route, HUB};

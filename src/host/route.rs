@@ -46,6 +46,48 @@ const INTERNAL_HEADERS: [&str; 5] = [
     TASK_ID_HEADER,
 ];
 
+/// Every request header the server reads (lower case), so a host can copy
+/// only these out of the runtime's request: the fixed ones, the internal
+/// ones, and `mcp-param-<name>` for each tool argument that declares
+/// `x-mcp-header`. The test server passes only these on too, so a header
+/// the code reads but this list misses fails the tests.
+pub fn wanted_headers(server: &Server) -> Vec<String> {
+    const FIXED: [&str; 12] = [
+        "accept",
+        "authorization",
+        "content-length",
+        "content-type",
+        "host",
+        "last-event-id",
+        "mcp-dependent-requests",
+        "mcp-method",
+        "mcp-name",
+        "mcp-protocol-version",
+        SESSION_HEADER,
+        "origin",
+    ];
+    let mut names: Vec<String> = FIXED
+        .iter()
+        .chain(INTERNAL_HEADERS.iter())
+        .map(|s| s.to_string())
+        .collect();
+    for tool in &server.registry.tools {
+        let props = tool
+            .meta
+            .get("inputSchema")
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object);
+        for schema in props.into_iter().flat_map(|p| p.values()) {
+            if let Some(h) = schema.get("x-mcp-header").and_then(Value::as_str) {
+                names.push(format!("mcp-param-{}", h.to_ascii_lowercase()));
+            }
+        }
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// Where a request is served.
 #[derive(Debug, Clone)]
 pub enum Route {

@@ -86,7 +86,7 @@ impl HttpResponse {
         Self {
             status,
             headers: vec![("content-type".into(), "application/json".into())],
-            body: Body::Bytes(value.to_string().into_bytes()),
+            body: Body::Bytes(serde_json::to_vec(value).unwrap_or_default()),
         }
     }
 

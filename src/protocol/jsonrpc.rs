@@ -24,8 +24,9 @@ pub struct Request {
     pub method: String,
     /// The params object (empty when absent).
     pub params: Map<String, Value>,
-    /// The whole message as received, for wires that read top-level extras
-    /// (the streamless sketch's `dependent_responses`).
+    /// The message's other top-level members (`params` moved out), for
+    /// wires that read top-level extras (the streamless sketch's
+    /// `dependent_responses`).
     pub raw: Map<String, Value>,
 }
 
@@ -61,7 +62,7 @@ pub fn parse_message(body: &[u8]) -> Result<Message, (McpError, Option<Value>)> 
 
 /// Validates a parsed JSON value as one JSON-RPC message.
 pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
-    let Value::Object(obj) = value else {
+    let Value::Object(mut obj) = value else {
         let what = if value.is_array() {
             "batches are not supported"
         } else {
@@ -91,9 +92,10 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
             return bad("id must be a string or an integer");
         }
     }
-    let params = match obj.get("params") {
+    // Moved out, not copied: the params are most of a message.
+    let params = match obj.remove("params") {
         None => Map::new(),
-        Some(Value::Object(p)) => p.clone(),
+        Some(Value::Object(p)) => p,
         Some(_) => return bad("params must be an object"),
     };
     match (obj.get("method"), obj.get("id")) {
@@ -101,7 +103,7 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
             id: id.clone(),
             method: method.clone(),
             params,
-            raw: obj.clone(),
+            raw: obj,
         })),
         (Some(Value::String(method)), None) => Ok(Message::Notification(Notification {
             method: method.clone(),

@@ -23,7 +23,7 @@ pub(super) async fn dispatch(
     }
     let reply = match request.method.as_str() {
         m @ ("tools/call" | "prompts/get" | "resources/read") => {
-            let (target, args) = call_target(server, m, &Value::Object(p.clone()))?;
+            let (target, args) = call_target(server, m, p)?;
             if let Target::Tool(tool) = target {
                 if tool.task.is_some() {
                     return crate::task::call(server, tool, args, request, meta, ctx).await;
@@ -90,32 +90,31 @@ pub(crate) fn stateless_method(
 pub(crate) fn call_target<'a>(
     server: &'a Server,
     method: &str,
-    params: &Value,
+    p: &Map<String, Value>,
 ) -> Result<(Target<'a>, Value), McpError> {
-    let p = params.as_object().cloned().unwrap_or_default();
     match method {
         "tools/call" => {
-            let name = string_param(&p, "name")?;
+            let name = string_param(p, "name")?;
             let tool = server.registry.find_tool(name).ok_or_else(|| {
                 McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
             })?;
             Ok((
                 Target::Tool(tool),
-                Value::Object(object_param(&p, "arguments")?),
+                Value::Object(object_param(p, "arguments")?),
             ))
         }
         "prompts/get" => {
-            let name = string_param(&p, "name")?;
+            let name = string_param(p, "name")?;
             let prompt = server.registry.find_prompt(name).ok_or_else(|| {
                 McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
             })?;
             Ok((
                 Target::Prompt(prompt),
-                Value::Object(object_param(&p, "arguments")?),
+                Value::Object(object_param(p, "arguments")?),
             ))
         }
         "resources/read" => {
-            let uri = string_param(&p, "uri")?;
+            let uri = string_param(p, "uri")?;
             Ok((find_resource(server, uri)?, json!({ "uri": uri })))
         }
         m => Err(McpError::method_not_found(m)),

@@ -56,6 +56,8 @@ pub struct Server {
     pub config: Config,
     /// Tools, resources, prompts.
     pub registry: Registry,
+    /// [`crate::host::wanted_headers`], computed once for the Worker.
+    wanted: std::cell::OnceCell<Vec<String>>,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -92,7 +94,19 @@ pub fn new_call_id(env: &Env) -> String {
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
-        Self { config, registry }
+        Self {
+            config,
+            registry,
+            wanted: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// The request headers this server reads ([`crate::host::wanted_headers`]),
+    /// computed on first use: a host that builds the server once copies
+    /// only these out of each request.
+    pub fn wanted_headers(&self) -> &[String] {
+        self.wanted
+            .get_or_init(|| crate::host::wanted_headers(self))
     }
 
     /// Handles one HTTP request outside any Durable Object (a test, or a

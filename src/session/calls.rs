@@ -26,7 +26,7 @@ pub(super) async fn start(
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
-    if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &params)? {
+    if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &r.params)? {
         if t.task_support() == Some(crate::app::TaskSupport::Required) {
             return Err(crate::task::extension_required(&format!(
                 "The tool {:?}",
@@ -202,7 +202,9 @@ pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
 
 async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCall) -> Vec<Value> {
     call.state = CallState::Running;
-    let (target, args) = match call_target(server, &call.method, &call.params) {
+    let empty = serde_json::Map::new();
+    let params = call.params.as_object().unwrap_or(&empty);
+    let (target, args) = match call_target(server, &call.method, params) {
         Ok(t) => t,
         Err(e) => {
             call.state = CallState::Failed;

@@ -2,7 +2,9 @@
 
 use futures_channel::mpsc::UnboundedReceiver;
 use futures_util::stream;
-use worker::{Headers, Method, Request, RequestInit, Response, Result};
+use wasm_bindgen_futures::JsFuture;
+use worker::worker_sys::web_sys;
+use worker::{Headers, IntoResponse, Method, Request, RequestInit, Response, Result};
 
 use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
 
@@ -12,27 +14,56 @@ const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 /// Converts a request, reading at most `cap + 1` bytes of its body (none
 /// when its `Content-Length` already says more): the core refuses a body
 /// over `cap`, and this way the Worker never buffers one.
-pub(crate) async fn to_http_request(mut req: Request, cap: usize) -> Result<HttpRequest> {
+///
+/// Every call into JS costs: profiled under load, iterating the headers
+/// from Rust (two calls and two strings per header) and reading the body
+/// through a stream reader (a promise and a lock per chunk) were a fifth
+/// of a stateless call; one `get` per header the server reads cost as
+/// much. So the headers cross once, as one string
+/// (`Array.from(headers).flat().join("\n")`: no header holds a newline),
+/// only those the server reads (`wanted`) are kept, and a declared body
+/// comes in one `arrayBuffer()`.
+pub(crate) async fn to_http_request(
+    req: &web_sys::Request,
+    cap: usize,
+    wanted: &[String],
+) -> Result<HttpRequest> {
     use futures_util::StreamExt;
-    let method = req.method().to_string().to_ascii_uppercase();
-    let path = req.path();
-    let headers: Vec<(String, String)> = req
-        .headers()
-        .entries()
-        .map(|(k, v)| (k.to_ascii_lowercase(), v))
-        .collect();
+    let method = req.method().to_ascii_uppercase();
+    let path = path_of(&req.url());
+    let joined: String = js_sys::Array::from(req.headers().as_ref())
+        .flat(1)
+        .join("\n")
+        .into();
+    let mut parts = joined.split('\n');
+    let mut headers = Vec::new();
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        if wanted.iter().any(|w| w == k) {
+            headers.push((k.to_string(), v.to_string()));
+        }
+    }
     let declared = headers
         .iter()
         .find(|(k, _)| k == "content-length")
         .and_then(|(_, v)| v.trim().parse::<u64>().ok());
     let mut body = Vec::new();
     let readable = !(method == "GET" || method == "HEAD");
-    if readable && declared.is_none_or(|n| n <= cap as u64) {
-        let mut stream = req.stream()?;
-        while let Some(chunk) = stream.next().await {
-            body.extend_from_slice(&chunk?);
-            if body.len() > cap {
-                break;
+    match declared {
+        _ if !readable => {}
+        // A declared length within the cap: one read of the whole body.
+        Some(n) if n <= cap as u64 => {
+            let buffer = JsFuture::from(req.array_buffer()?).await?;
+            body = js_sys::Uint8Array::new(&buffer).to_vec();
+        }
+        Some(_) => {}
+        // No declared length: read chunks, and stop past the cap.
+        None => {
+            let mut stream = Request::from(Clone::clone(req)).stream()?;
+            while let Some(chunk) = stream.next().await {
+                body.extend_from_slice(&chunk?);
+                if body.len() > cap {
+                    break;
+                }
             }
         }
     }
@@ -42,6 +73,15 @@ pub(crate) async fn to_http_request(mut req: Request, cap: usize) -> Result<Http
         headers,
         body,
     })
+}
+
+/// The path of a serialized URL (`https://host/mcp?x` → `/mcp`).
+fn path_of(url: &str) -> String {
+    let after_scheme = url.find("://").map_or(0, |i| i + 3);
+    let rest = &url[after_scheme..];
+    let path = rest.find('/').map_or("/", |i| &rest[i..]);
+    let end = path.find(['?', '#']).unwrap_or(path.len());
+    path[..end].to_string()
 }
 
 /// The request sent to a Durable Object, exactly as the router built it.
@@ -57,6 +97,34 @@ pub(crate) fn to_object_request(http: &HttpRequest) -> Result<Request> {
         init.with_body(Some(js_sys::Uint8Array::from(http.body.as_slice()).into()));
     }
     Request::new_with_init("https://durable-mcp.internal/mcp", &init)
+}
+
+/// Converts a response for the runtime directly: status, headers and body
+/// in one `new Response(…)` (the Worker's fetch entry). A held-open stream
+/// goes through [`to_worker_response`].
+pub(crate) fn to_web_response(resp: HttpResponse) -> Result<web_sys::Response> {
+    let bytes = match resp.body {
+        Body::Empty => None,
+        Body::Bytes(b) => Some(b),
+        Body::Sse(events) => Some(encode_all(&events).into_bytes()),
+        Body::SseOpen(_) => {
+            return to_worker_response(resp, None)?
+                .into_raw()
+                .map_err(|e| worker::Error::RustError(format!("{}", e.into())));
+        }
+    };
+    let headers = web_sys::Headers::new()?;
+    for (k, v) in &resp.headers {
+        headers.append(k, v)?;
+    }
+    let init = web_sys::ResponseInit::new();
+    init.set_status(resp.status);
+    init.set_headers(&headers);
+    let body = bytes.map(|b| js_sys::Uint8Array::from(b.as_slice()));
+    Ok(web_sys::Response::new_with_opt_buffer_source_and_init(
+        body.as_ref().map(|b| b.as_ref()),
+        &init,
+    )?)
 }
 
 /// Converts a response. `live`: for a held-open stream, the channel later

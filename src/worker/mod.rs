@@ -21,7 +21,8 @@ mod task_store;
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use worker::{Env, Request, Response, Result};
+use worker::worker_sys::web_sys;
+use worker::{Env, IntoResponse, Response, Result};
 
 pub use object::Object;
 
@@ -31,7 +32,7 @@ use crate::error::McpError;
 use crate::host::{self, Route};
 use crate::http::HttpRequest;
 use crate::server::{error_response, Config, Server};
-use convert::{to_http_request, to_object_request, to_worker_response};
+use convert::{to_http_request, to_object_request, to_web_response};
 
 /// The user's entry function, as the macro passes it.
 pub type Build = fn(&Bindings) -> std::result::Result<Registry, String>;
@@ -60,18 +61,24 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Server>,
     Ok(server)
 }
 
-/// The Worker's `fetch` event.
-pub async fn fetch(req: Request, env: Env, build: Build) -> Result<Response> {
+/// The Worker's `fetch` event. It takes and returns the runtime's own
+/// request and response (no `worker::Request` wrapper, which reads `cf`,
+/// the URL and the headers whether they are needed or not).
+pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_sys::Response> {
     let server = match server(&env, build) {
         Ok(s) => s,
         Err(e) => {
             worker::console_error!("{}", e.message);
-            return to_worker_response(error_response(&e, None), None);
+            return to_web_response(error_response(&e, None));
         }
     };
-    let http = match to_http_request(req, server.config.max_body_bytes).await {
+    let wanted = server.wanted_headers();
+    let http = match to_http_request(&req, server.config.max_body_bytes, wanted).await {
         Ok(r) => r,
-        Err(e) => return Response::error(format!("unreadable request: {e}"), 400),
+        Err(e) => {
+            let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
+            return to_web_response(error_response(&e, None));
+        }
     };
     let now = request_env();
     match host::route(&server, &http, &now) {
@@ -79,9 +86,12 @@ pub async fn fetch(req: Request, env: Env, build: Build) -> Result<Response> {
             let reply = host::serve_local(&server, &http, &now, local).await;
             // The only effect a stateless request has: list changes.
             broadcast(&env, &reply.effects).await;
-            to_worker_response(reply.response, None)
+            to_web_response(reply.response)
         }
-        Route::Object { name, request } => forward(&env, &name, &request).await,
+        Route::Object { name, request } => forward(&env, &name, &request)
+            .await?
+            .into_raw()
+            .map_err(|e| worker::Error::RustError(format!("{}", e.into()))),
     }
 }
 

@@ -53,7 +53,8 @@ impl Object {
             Ok(s) => s,
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
-        let http = to_http_request(req, server.config.max_body_bytes).await?;
+        let wanted = server.wanted_headers();
+        let http = to_http_request(req.inner(), server.config.max_body_bytes, wanted).await?;
         let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,

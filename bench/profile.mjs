@@ -1,0 +1,136 @@
+// A CPU profile of one benchmark scenario: serves one bundled worker from
+// bench/.out (run `npm run bench` once, or BENCH_ONLY=… to bundle) in plain
+// `workerd serve` with the inspector on, drives it with autocannon, records
+// a V8 CPU profile over the DevTools protocol meanwhile, and prints the
+// functions with the most self time (wasm functions by their Rust names).
+//
+//   node bench/profile.mjs quickstart add            # stateless tools/call
+//   node bench/profile.mjs ceiling rpc
+//   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr
+//
+// Writes bench/.out/<worker>-<scenario>.cpuprofile (open it in Chrome
+// DevTools' Performance panel for the whole picture). Needs Node 22
+// (global WebSocket): `source scripts/lib.sh && with_node22 node …`.
+import { spawn } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import autocannon from 'autocannon';
+import { freePort } from '../tests/e2e/wrangler.mjs';
+
+const ROOT = resolve(import.meta.dirname, '..');
+const OUT = join(ROOT, 'bench/.out');
+const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
+const [worker = 'quickstart', scenario = 'add'] = process.argv.slice(2);
+const SECONDS = Number(process.env.PROFILE_SECONDS ?? 6);
+const KEY = 'bench:bench-key-0123456789abcdef0123456789abcdef';
+const MODERN = '2026-07-28';
+const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
+
+const call = (name, args, extra = {}) => ({
+  method: 'POST', path: '/mcp',
+  headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+    'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META, ...extra } }),
+});
+const SCENARIOS = {
+  add: [call('add', { a: 1, b: 2 })],
+  rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
+  mrtr: [call('test_input_required_result_elicitation', {})],
+};
+
+async function main() {
+  const dir = join(OUT, worker);
+  const files = readdirSync(dir).filter((f) => /\.(m?js|wasm)$/.test(f) && !f.endsWith('.map'));
+  const main = files.find((f) => f === 'shim.js' || f === 'index.js');
+  const mods = [main, ...files.filter((f) => f !== main)].map((f) =>
+    `(name = ${JSON.stringify(f)}, ${f.endsWith('.wasm') ? 'wasm' : 'esModule'} = embed ${JSON.stringify(relative(OUT, join(dir, f)))})`);
+  const [binding, cls] = worker === 'ceiling' ? ['CEILING', 'Ceiling'] : ['MCP_OBJECTS', 'McpObject'];
+  const port = await freePort();
+  const inspector = await freePort();
+  const config = `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "w", worker = .w), (name = "disk", disk = (path = ${JSON.stringify(join(OUT, 'profile-storage'))}, writable = true))],
+  sockets = [(name = "w", address = "127.0.0.1:${port}", http = (), service = "w")],
+);
+const w :Workerd.Worker = (
+  modules = [${mods.join(', ')}],
+  compatibilityDate = "2026-04-20",
+  bindings = [(name = "STATE_KEYS", text = ${JSON.stringify(KEY)}), (name = ${JSON.stringify(binding)}, durableObjectNamespace = ${JSON.stringify(cls)})],
+  durableObjectNamespaces = [(className = ${JSON.stringify(cls)}, uniqueKey = "p-${cls}", enableSql = true)],
+  durableObjectStorage = (localDisk = "disk"),
+);
+`;
+  mkdirSync(join(OUT, 'profile-storage'), { recursive: true });
+  const file = join(OUT, 'profile.capnp');
+  writeFileSync(file, config);
+  const child = spawn(WORKERD, ['serve', file, '--experimental', `--inspector-addr=127.0.0.1:${inspector}`],
+    { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  const stop = () => { try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ } };
+  try {
+    const url = `http://127.0.0.1:${port}`;
+    for (let i = 0; ; i++) {
+      try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
+        if (i > 200) throw new Error('workerd did not start');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    const targets = await (await fetch(`http://127.0.0.1:${inspector}/json/list`)).json();
+    const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
+    await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = fail; });
+    let id = 0;
+    const pending = new Map();
+    ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
+    const send = (method, params = {}) => new Promise((ok) => { id += 1; pending.set(id, ok); ws.send(JSON.stringify({ id, method, params })); });
+    // Warm up, then profile under load.
+    await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
+    await send('Profiler.enable');
+    await send('Profiler.setSamplingInterval', { interval: 100 });
+    await send('Profiler.start');
+    const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario] });
+    const { result } = await send('Profiler.stop');
+    ws.close();
+    const out = join(OUT, `${worker}-${scenario}.cpuprofile`);
+    writeFileSync(out, JSON.stringify(result.profile));
+    report(result.profile, load, join(dir, main));
+    console.log(`\nprofile: ${relative(ROOT, out)}`);
+  } finally {
+    stop();
+  }
+}
+
+/**
+ * The wasm-bindgen import an anonymous shim function is: the shim defines
+ * them as `__wbg_name: __name(function(…) {…}, "__wbg_name")`.
+ */
+function shimName(lines, f) {
+  const line = lines[f.lineNumber] ?? '';
+  const before = line.slice(0, f.columnNumber);
+  const m = [...before.matchAll(/(__wbg_[A-Za-z0-9_]+|__wbindgen_[A-Za-z0-9_]+)\s*:/g)].at(-1);
+  return m ? m[1].replace(/_[0-9a-f]{16}$/, '') : `(anonymous)@${f.lineNumber + 1}:${f.columnNumber}`;
+}
+
+/** Self time per function. */
+function report(profile, load, shim) {
+  const lines = readFileSync(shim, 'utf8').split('\n');
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const counts = new Map();
+  for (const s of profile.samples) counts.set(s, (counts.get(s) ?? 0) + 1);
+  const total = profile.samples.length;
+  const self = new Map();
+  for (const [nodeId, c] of counts) {
+    const f = byId.get(nodeId).callFrame;
+    const file = f.url ? f.url.split('/').pop() : '';
+    const name = f.functionName || (file === 'shim.js' ? shimName(lines, f) : '(anonymous)');
+    const key = `${name} ${file ? `[${file}]` : ''}`;
+    self.set(key, (self.get(key) ?? 0) + c);
+  }
+  console.log(`${load.requests.average.toFixed(0)} rps under the profiler; ${total} samples`);
+  const idle = [...self].filter(([k]) => /\(idle\)|\(program\)|\(garbage collector\)/.test(k));
+  for (const [k, c] of idle) console.log(`  ${(100 * c / total).toFixed(1)}% ${k}`);
+  console.log('top self time:');
+  for (const [k, c] of [...self].filter(([k]) => !/\(idle\)|\(program\)/.test(k)).sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+    console.log(`  ${(100 * c / total).toFixed(1).padStart(5)}%  ${k}`);
+  }
+}
+
+await main();
