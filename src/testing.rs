@@ -63,8 +63,10 @@ pub struct TestServer {
     pub pushes: Vec<Push>,
     /// The session stream the last reply asked to hold open.
     pub live: Option<String>,
-    /// `subscriptions/listen` streams held by the hub.
+    /// `subscriptions/listen` streams held by the hub's shards.
     pub listeners: Vec<Listen>,
+    /// The shard (object name) holding each of `listeners`.
+    listener_hubs: Vec<String>,
     /// Frames the hub sent its listeners.
     pub hub_frames: Vec<Value>,
 }
@@ -116,6 +118,7 @@ impl TestServer {
             pushes: Vec::new(),
             live: None,
             listeners: Vec::new(),
+            listener_hubs: Vec::new(),
             hub_frames: Vec::new(),
         }
     }
@@ -187,23 +190,31 @@ impl TestServer {
         let changed = crate::effects::Changes::of(effects);
         if !changed.is_empty() {
             // The hub fans them out, as its object would.
-            let (_, req) = host::hub_broadcast(&changed);
             let env = Env {
                 now_ms: self.now_ms,
                 random: [0; 16],
             };
-            // The hub's answer (204) goes nowhere, as in the Worker.
-            let _ = self.in_object(host::HUB, &req, &env);
+            // The hubs' answers (204) go nowhere, as in the Worker.
+            for (name, req) in host::hub_broadcast(&self.server, &changed) {
+                let _ = self.in_object(&name, &req, &env);
+            }
         }
         for effect in effects {
             match effect {
                 Effect::ListChanged(_) | Effect::TaskChanged(_) => {}
-                Effect::Listen(l) => self.listeners.push(l.clone()),
+                Effect::Listen(l) => {
+                    self.listeners.push(l.clone());
+                    self.listener_hubs
+                        .push(object.unwrap_or_default().to_string());
+                }
                 Effect::Fanout(changes) => {
+                    let hub = object.unwrap_or_default();
                     let frames: Vec<Value> = self
                         .listeners
                         .iter()
-                        .flat_map(|l| l.frames_for(changes))
+                        .zip(&self.listener_hubs)
+                        .filter(|(_, h)| h.as_str() == hub)
+                        .flat_map(|(l, _)| l.frames_for(changes))
                         .filter_map(|e| serde_json::from_str(&e.data).ok())
                         .collect();
                     self.hub_frames.extend(frames);

@@ -16,4 +16,4 @@ mod route;
 
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
 pub use route::wanted_headers;
-pub use route::{route, serve_local, Local, Route, HUB};
+pub use route::{hub_name, route, serve_local, Local, Route, HUB};

@@ -8,7 +8,7 @@
 //!   changes to them.
 
 use super::route::{
-    CALL_ID_HEADER, HUB, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER, TASK_ID_HEADER,
+    CALL_ID_HEADER, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER, TASK_ID_HEADER,
 };
 use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
@@ -102,15 +102,20 @@ pub async fn alarm(
     Ok(vec![Effect::DeleteStorage])
 }
 
-/// The request that tells the hub (the object named `HUB`) what changed,
-/// so it fans it out to its listen streams.
-pub fn hub_broadcast(changes: &Changes) -> (&'static str, HttpRequest) {
+/// The requests that tell the listen hub what changed, one per shard
+/// (`LISTEN_SHARDS`), so each fans it out to its streams.
+pub fn hub_broadcast(server: &Server, changes: &Changes) -> Vec<(String, HttpRequest)> {
     let body = serde_json::to_vec(changes).unwrap_or_default();
-    let req = HttpRequest {
-        method: "POST".into(),
-        path: "/mcp".into(),
-        headers: vec![(HUB_HEADER.to_string(), "broadcast".to_string())],
-        body,
-    };
-    (HUB, req)
+    let shards = server.config.listen_shards.max(1);
+    (0..shards)
+        .map(|shard| {
+            let req = HttpRequest {
+                method: "POST".into(),
+                path: "/mcp".into(),
+                headers: vec![(HUB_HEADER.to_string(), "broadcast".to_string())],
+                body: body.clone(),
+            };
+            (super::route::hub_name(shard, shards), req)
+        })
+        .collect()
 }

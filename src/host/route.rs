@@ -24,8 +24,19 @@ use crate::protocol::versions::{
 use crate::server::{new_call_id, Env, Place, Server};
 use crate::token;
 
-/// The name of the object holding every `subscriptions/listen` stream.
+/// The name prefix of the objects holding the `subscriptions/listen`
+/// streams: `hub` (one shard) or `hub:<n>` ([`hub_name`]).
 pub const HUB: &str = "hub";
+
+/// The name of listen-hub shard `shard` of `shards`. With one shard (the
+/// default) it is plain `hub`, as before sharding existed.
+pub fn hub_name(shard: u32, shards: u32) -> String {
+    if shards <= 1 {
+        HUB.to_string()
+    } else {
+        format!("{HUB}:{shard}")
+    }
+}
 
 /// Internal headers: set on requests forwarded to an object, dropped when a
 /// client sends them. The object's code trusts them because only the
@@ -162,7 +173,15 @@ fn object_for(
     }
     let msg = msg?;
     if msg["method"] == "subscriptions/listen" {
-        return Some((HUB.to_string(), vec![(HUB_HEADER, "listen".to_string())]));
+        // Streams spread over the shards; a change goes to every shard.
+        let shards = server.config.listen_shards.max(1);
+        let shard =
+            u32::from_le_bytes([env.random[0], env.random[1], env.random[2], env.random[3]])
+                % shards;
+        return Some((
+            hub_name(shard, shards),
+            vec![(HUB_HEADER, "listen".to_string())],
+        ));
     }
     // A session-era `initialize` (no 2026 `_meta`) starts a session.
     let modern = msg["params"]["_meta"].get(META_PROTOCOL_VERSION).is_some();

@@ -48,6 +48,9 @@ pub struct Config {
     pub task_ttl_ms: u64,
     /// The `pollIntervalMs` a task suggests, in ms.
     pub task_poll_ms: u64,
+    /// How many objects hold the `subscriptions/listen` streams. Streams
+    /// are spread over them at random; every change is sent to each.
+    pub listen_shards: u32,
 }
 
 impl Default for Config {
@@ -71,6 +74,7 @@ impl Default for Config {
             claim_timeout_ms: 60 * 1000,
             task_ttl_ms: 60 * 60 * 1000,
             task_poll_ms: 500,
+            listen_shards: 1,
         }
     }
 }
@@ -88,6 +92,7 @@ impl Config {
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
     /// - `CLAIM_TIMEOUT_SECONDS`: when a round that never finished may run again
     /// - `TASK_TTL_SECONDS`, `TASK_POLL_MS`: a task's `ttlMs` and `pollIntervalMs`
+    /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -150,6 +155,9 @@ impl Config {
         }
         if let Some(n) = num("TASK_POLL_MS")? {
             c.task_poll_ms = n.max(1);
+        }
+        if let Some(n) = num("LISTEN_SHARDS")? {
+            c.listen_shards = u32::try_from(n.clamp(1, 64)).unwrap_or(1);
         }
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");

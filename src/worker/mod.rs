@@ -85,7 +85,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
         Route::Local(local) => {
             let reply = host::serve_local(&server, &http, &now, local).await;
             // The only effect a stateless request has: list changes.
-            broadcast(&env, &reply.effects).await;
+            broadcast(&server, &env, &reply.effects).await;
             to_web_response(reply.response)
         }
         Route::Object { name, request } => forward(&env, &name, &request)
@@ -106,14 +106,15 @@ pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<
 
 /// Applies `ListChanged` and `TaskChanged` effects: tells the listen hub. A failure is
 /// logged, not returned: the request itself succeeded.
-pub(crate) async fn broadcast(env: &Env, effects: &[Effect]) {
+pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
     let changes = crate::effects::Changes::of(effects);
     if changes.is_empty() {
         return;
     }
-    let (name, req) = host::hub_broadcast(&changes);
-    if let Err(e) = forward(env, name, &req).await {
-        worker::console_error!("list-changed broadcast failed: {e}");
+    for (name, req) in host::hub_broadcast(server, &changes) {
+        if let Err(e) = forward(env, &name, &req).await {
+            worker::console_error!("broadcast to {name} failed: {e}");
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use super::{broadcast, request_env, server, Build};
 use crate::effects::{Effect, Listen, Push, Reply};
 use crate::host::{self, Stores};
 use crate::http::encode_all;
-use crate::server::error_response;
+use crate::server::{error_response, Server};
 
 /// The Durable Object namespace binding the Worker reaches objects through.
 pub(crate) const BINDING: &str = "MCP_OBJECTS";
@@ -62,7 +62,7 @@ impl Object {
             task: &task,
         };
         let reply = host::handle_in_object(&server, &http, &request_env(), &stores).await;
-        self.apply(reply).await
+        self.apply(&server, reply).await
     }
 
     /// The object's alarm.
@@ -82,7 +82,7 @@ impl Object {
             response: crate::http::HttpResponse::empty(204),
             effects,
         };
-        self.apply(reply).await
+        self.apply(&server, reply).await
     }
 
     /// The object's SQLite as a durable call's, a session's and a task's
@@ -98,7 +98,7 @@ impl Object {
 
     /// Applies a reply's effects in order, then converts its response
     /// (held open when an effect asked for that).
-    async fn apply(&self, reply: Reply) -> Result<Response> {
+    async fn apply(&self, server: &Server, reply: Reply) -> Result<Response> {
         let mut held: Option<UnboundedReceiver<Vec<u8>>> = None;
         for effect in &reply.effects {
             match effect {
@@ -142,7 +142,7 @@ impl Object {
                 }
             }
         }
-        broadcast(&self.env, &reply.effects).await;
+        broadcast(server, &self.env, &reply.effects).await;
         to_worker_response(reply.response, held)
     }
 

@@ -655,3 +655,28 @@ fn a_custom_header_argument_must_mirror_the_body() {
         assert_error(&call(&mut s, bad), 400, -32020);
     }
 }
+
+/// With LISTEN_SHARDS, listen streams spread over several hub objects and a
+/// change still reaches each of them exactly once.
+#[test]
+fn listen_streams_spread_over_hub_shards_and_each_hears_a_change_once() {
+    let mut h = Harness::with_config(|c| c.listen_shards = 4);
+    for _ in 0..8 {
+        let r = h.call(
+            "subscriptions/listen",
+            json!({"notifications": {"toolsListChanged": true}}),
+        );
+        assert_eq!(r.status, 200);
+    }
+    let hubs = h.objects.keys().filter(|n| n.starts_with("hub:")).count();
+    assert!(
+        hubs > 1,
+        "streams spread over shards: {:?}",
+        h.objects.keys()
+    );
+    h.call(
+        "tools/call",
+        json!({"name": "test_trigger_tool_change", "arguments": {}}),
+    );
+    assert_eq!(h.hub_frames.len(), 8, "{:?}", h.hub_frames);
+}
