@@ -42,7 +42,11 @@ const FIXTURE_TOOLS = [
   'test_trigger_prompt_change',
   'test_tool_with_logging',
   'test_tool_with_progress',
+  'test_custom_header',
 ];
+/** The tasks-extension fixtures (tests/fixtures-worker/src/tasks.rs). */
+const TASK_TOOLS = ['greet', 'slow_compute', 'failing_job', 'protocol_error_job', 'confirm_delete',
+  'multi_input', 'test_tool_with_task', 'count_slowly'];
 
 let server;
 /** Every client made here, closed in after(). */
@@ -123,7 +127,7 @@ test('the client lists every tool, examples and fixtures, sorted by name', async
   const { tools } = await main.client.listTools({}, { cacheMode: 'bypass' });
   const names = tools.map((t) => t.name);
   assert.deepEqual(names, [...names].sort(), 'tools are sorted by name');
-  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS].sort());
+  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS, ...TASK_TOOLS].sort());
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.deepEqual(deploy.inputSchema.required, ['service']);
