@@ -6,7 +6,8 @@
 //
 //   node bench/profile.mjs quickstart add            # stateless tools/call
 //   node bench/profile.mjs ceiling rpc
-//   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr
+//   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
+//   node bench/profile.mjs fixtures durable                  # durable round trip
 //
 // Writes bench/.out/<worker>-<scenario>.cpuprofile (open it in Chrome
 // DevTools' Performance panel for the whole picture). Needs Node 22
@@ -32,10 +33,17 @@ const call = (name, args, extra = {}) => ({
     'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
   body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META, ...extra } }),
 });
+/** A two-request round trip: the second carries the state the first answered. */
+const roundTrip = (name, args, answers) => [
+  { ...call(name, args), onResponse: (status, body, ctx) => { try { ctx.state = JSON.parse(body).result?.requestState; } catch { ctx.state = null; } } },
+  { ...call(name, args), setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
+    params: { name, arguments: args, _meta: META, requestState: ctx.state, inputResponses: answers } }) }) },
+];
 const SCENARIOS = {
   add: [call('add', { a: 1, b: 2 })],
   rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
-  mrtr: [call('test_input_required_result_elicitation', {})],
+  mrtr: roundTrip('test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } }),
+  durable: roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } }),
 };
 
 async function main() {

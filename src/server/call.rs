@@ -210,11 +210,17 @@ pub(crate) async fn run_round(
         }
     };
 
+    // In durable mode, the call as this round leaves it goes to storage —
+    // except for a new call's first round: nothing was claimed, and a retry
+    // of it (it has no state) is a new call, so only a pause is stored.
+    let fresh = claims.is_none();
+    let kept = durable.filter(|_| !fresh);
+
     // One rule on every wire: an answer whose shape does not fit what was
     // asked is refused (-32602), and the question stays open for a
     // corrected answer (in durable mode the claim is released).
     if let Err(e) = journal.check_answers(&input.answers) {
-        if let Some(d) = durable {
+        if let Some(d) = kept {
             finish(d, &journal, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
         }
         return Err(e);
@@ -253,7 +259,7 @@ pub(crate) async fn run_round(
             Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
             // Prompts and resources have no error result: a failure is bad input.
             _ => {
-                if let Some(d) = durable {
+                if let Some(d) = kept {
                     finish(d, &before, CallStatus::Completed, ctx.env.now_ms, None)?;
                 }
                 return Err(McpError::invalid_params(m));
@@ -303,13 +309,15 @@ pub(crate) async fn run_round(
                     last_reply: Some(reply),
                     updated_ms: ctx.env.now_ms,
                 })?;
+                // Stored for the first time: its object arms the idle alarm.
+                d.created.set(fresh || d.created.get());
                 return Ok(round);
             }
             outcome
         }
         Outcome::Error(e) => {
             // Release the claim so a corrected retry of the same round can run.
-            if let Some(d) = durable {
+            if let Some(d) = kept {
                 finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
             }
             return Err(e);
@@ -320,7 +328,7 @@ pub(crate) async fn run_round(
         notifications,
         status,
     };
-    if let (Some(d), RoundOutcome::Complete(_)) = (durable, &round.outcome) {
+    if let (Some(d), RoundOutcome::Complete(_)) = (kept, &round.outcome) {
         let reply = stored_reply(before.round, &answers_digest, &round)?;
         finish(
             d,
@@ -380,10 +388,10 @@ fn claim(
 ) -> Result<Claimed, McpError> {
     let stored = d.store.load()?;
     let journal = match (claims, stored) {
-        (None, None) => {
-            d.created.set(true);
-            Journal::new()
-        }
+        // A new call: its id is fresh, so no other request can reach this
+        // object yet and there is nothing to claim against (the round
+        // stores the call only if it pauses).
+        (None, None) => return Ok(Claimed::Run(Journal::new())),
         (None, Some(_)) => {
             return Err(McpError::new(
                 ErrorKind::Conflict,
