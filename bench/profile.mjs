@@ -8,6 +8,7 @@
 //   node bench/profile.mjs ceiling rpc
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
 //   node bench/profile.mjs fixtures durable                  # durable round trip
+//   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
 //
 // Writes bench/.out/<worker>-<scenario>.cpuprofile (open it in Chrome
 // DevTools' Performance panel for the whole picture). Needs Node 22
@@ -39,6 +40,17 @@ const roundTrip = (name, args, answers) => [
   { ...call(name, args), setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
     params: { name, arguments: args, _meta: META, requestState: ctx.state, inputResponses: answers } }) }) },
 ];
+/** A 2025-11-25 session opened once; every request is a call in it. */
+async function sessionCall(base) {
+  const h = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+  const r = await fetch(`${base}/mcp`, { method: 'POST', headers: h, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) });
+  await r.text();
+  const sh = { ...h, 'mcp-session-id': r.headers.get('mcp-session-id'), 'mcp-protocol-version': '2025-11-25' };
+  await (await fetch(`${base}/mcp`, { method: 'POST', headers: sh, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
+  return { method: 'POST', path: '/mcp', headers: sh,
+    body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) };
+}
 const SCENARIOS = {
   add: [call('add', { a: 1, b: 2 })],
   rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
@@ -89,6 +101,7 @@ const w :Workerd.Worker = (
     const pending = new Map();
     ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
     const send = (method, params = {}) => new Promise((ok) => { id += 1; pending.set(id, ok); ws.send(JSON.stringify({ id, method, params })); });
+    if (scenario === 'session') SCENARIOS.session = [await sessionCall(url)];
     // Warm up, then profile under load.
     await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
     await send('Profiler.enable');

@@ -100,8 +100,15 @@ async fn handle_inner(
             ));
         }
     }
+    // The idle TTL runs from the last request; storing that on every
+    // request would be a write per request, so it is stored when it moved
+    // by more than the slack (a request that writes the session anyway, a
+    // call, stores it exactly). The alarm adds the slack back.
+    let stale = env.now_ms.saturating_sub(meta.last_seen_ms) >= last_seen_slack(server);
     meta.last_seen_ms = env.now_ms;
-    store.put_meta(&meta).map_err(|e| (e, None))?;
+    if stale {
+        store.put_meta(&meta).map_err(|e| (e, None))?;
+    }
     match req.method.as_str() {
         "GET" => streams::get(server, req, env, store, &meta)
             .await
@@ -298,4 +305,19 @@ fn caps_of(meta: &SessionMeta) -> Map<String, Value> {
         .as_object()
         .cloned()
         .unwrap_or_default()
+}
+
+/// How far the stored last-seen time of a session may lag behind its last
+/// request: a tenth of the idle TTL, at most a minute.
+pub(crate) fn last_seen_slack(server: &Server) -> u64 {
+    (server.config.session_ttl_ms / 10).min(60_000)
+}
+
+/// When an idle session may be deleted: its TTL after it was last seen,
+/// plus the slack the stored time may lag by, so never earlier than its TTL
+/// after its last request.
+pub(crate) fn idle_deadline(server: &Server, meta: &SessionMeta) -> u64 {
+    meta.last_seen_ms
+        .saturating_add(server.config.session_ttl_ms)
+        .saturating_add(last_seen_slack(server))
 }

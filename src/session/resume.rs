@@ -133,9 +133,7 @@ fn next_wake(
     store: &dyn SessionStore,
     meta: &SessionMeta,
 ) -> Result<u64, McpError> {
-    let mut wake = meta
-        .last_seen_ms
-        .saturating_add(server.config.session_ttl_ms);
+    let mut wake = super::idle_deadline(server, meta);
     for c in store.calls()? {
         if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
             wake = wake.min(c.last_contact_ms.saturating_add(max));
@@ -155,11 +153,7 @@ pub(crate) fn on_alarm(
     let Some(mut meta) = store.meta()? else {
         return Ok(Effect::DeleteStorage);
     };
-    if now_ms
-        >= meta
-            .last_seen_ms
-            .saturating_add(server.config.session_ttl_ms)
-    {
+    if now_ms >= super::idle_deadline(server, &meta) {
         return Ok(Effect::DeleteStorage);
     }
     for mut c in store.calls()? {

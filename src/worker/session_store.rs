@@ -1,7 +1,7 @@
 //! The session's storage over Durable Object SQLite. `exec` is synchronous,
 //! so the sans-IO session code can use it without awaiting. The tables are
 //! made on the first write, so an object asked about a session that does
-//! not exist stores nothing.
+//! not exist stores nothing; reads of an object without them are empty.
 
 use std::cell::Cell;
 
@@ -21,9 +21,9 @@ const SCHEMA: [&str; 4] = [
 
 pub(crate) struct SqliteSessionStore {
     sql: SqlStorage,
-    /// Whether the tables exist: asked on first use (a call's object never
-    /// uses this store, so it never asks).
-    made: std::cell::OnceCell<Cell<bool>>,
+    /// Whether the tables exist: learned from the first read (a missing
+    /// table reads as empty), so no request pays a schema query.
+    made: Cell<Option<bool>>,
 }
 
 fn err(e: impl std::fmt::Display) -> McpError {
@@ -45,49 +45,45 @@ impl SqliteSessionStore {
     pub(crate) fn new(sql: SqlStorage) -> Self {
         Self {
             sql,
-            made: std::cell::OnceCell::new(),
+            made: Cell::new(None),
         }
     }
 
-    fn made(&self) -> &Cell<bool> {
-        self.made.get_or_init(|| Cell::new(Self::exists(&self.sql)))
-    }
-
-    /// Whether this object holds session tables.
-    fn exists(sql: &SqlStorage) -> bool {
-        #[derive(Deserialize)]
-        struct Name {
-            #[allow(dead_code)]
-            name: String,
+    /// Runs a read; an object without session tables reads as empty.
+    fn rows<T: serde::de::DeserializeOwned>(
+        &self,
+        query: &str,
+        bind: Vec<SqlStorageValue>,
+    ) -> Result<Vec<T>, McpError> {
+        if self.made.get() == Some(false) {
+            return Ok(Vec::new());
         }
-        sql.exec(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_meta'",
-            None,
-        )
-        .and_then(|c| c.to_array::<Name>())
-        .is_ok_and(|rows| !rows.is_empty())
+        match self.sql.exec(query, bind).and_then(|c| c.to_array()) {
+            Ok(rows) => {
+                self.made.set(Some(true));
+                Ok(rows)
+            }
+            Err(e) if e.to_string().contains("no such table") => {
+                self.made.set(Some(false));
+                Ok(Vec::new())
+            }
+            Err(e) => Err(err(e)),
+        }
     }
 
     /// Makes the tables before the first write.
     fn make(&self) -> Result<(), McpError> {
-        if !self.made().get() {
+        if self.made.get() != Some(true) {
             for stmt in SCHEMA {
                 self.sql.exec(stmt, None).map_err(err)?;
             }
-            self.made().set(true);
+            self.made.set(Some(true));
         }
         Ok(())
     }
 
     fn json_rows(&self, query: &str, bind: Vec<SqlStorageValue>) -> Result<Vec<String>, McpError> {
-        if !self.made().get() {
-            return Ok(Vec::new());
-        }
-        let rows: Vec<JsonRow> = self
-            .sql
-            .exec(query, bind)
-            .and_then(|c| c.to_array())
-            .map_err(err)?;
+        let rows: Vec<JsonRow> = self.rows(query, bind)?;
         Ok(rows.into_iter().map(|r| r.json).collect())
     }
 }
@@ -132,18 +128,11 @@ impl SessionStore for SqliteSessionStore {
     }
 
     fn events_after(&self, stream: &str, after: u64) -> Result<Vec<(u64, Value)>, McpError> {
-        if !self.made().get() {
-            return Ok(Vec::new());
-        }
         let after = i64::try_from(after).unwrap_or(i64::MAX);
-        let rows: Vec<EventRow> = self
-            .sql
-            .exec(
-                "SELECT lsn, data FROM session_events WHERE stream = ? AND lsn > ? ORDER BY lsn",
-                vec![stream.into(), after.into()],
-            )
-            .and_then(|c| c.to_array())
-            .map_err(err)?;
+        let rows: Vec<EventRow> = self.rows(
+            "SELECT lsn, data FROM session_events WHERE stream = ? AND lsn > ? ORDER BY lsn",
+            vec![stream.into(), after.into()],
+        )?;
         rows.into_iter()
             .map(|r| Ok((r.lsn as u64, serde_json::from_str(&r.data).map_err(err)?)))
             .collect()
