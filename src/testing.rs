@@ -50,6 +50,26 @@ pub struct TestObject {
     pub alarm_at: Option<u64>,
 }
 
+impl TestObject {
+    /// Rows this object's storage wrote, whichever kind of instance it is.
+    pub fn writes(&self) -> u64 {
+        self.call.writes() + self.session.writes() + self.task.writes()
+    }
+}
+
+/// What the requests so far cost in the units Cloudflare bills: Durable
+/// Object requests (forwarded requests, hub broadcasts, alarms), SQLite
+/// rows written, and alarms armed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Cost {
+    /// Requests to Durable Objects, alarms included.
+    pub object_requests: u64,
+    /// Rows written to object storage.
+    pub rows_written: u64,
+    /// Alarms armed (each is a storage write too).
+    pub alarms_armed: u64,
+}
+
 /// The server, its objects and what the host did for them.
 pub struct TestServer {
     /// The server (change `config` or `registry` between requests freely).
@@ -69,6 +89,10 @@ pub struct TestServer {
     listener_hubs: Vec<String>,
     /// Frames the hub sent its listeners.
     pub hub_frames: Vec<Value>,
+    /// Object requests and alarms so far (see [`TestServer::cost`]).
+    requests: Cost,
+    /// Rows written by objects since deleted.
+    gone_writes: u64,
 }
 
 /// A reply, read the way a client reads it.
@@ -120,6 +144,8 @@ impl TestServer {
             listeners: Vec::new(),
             listener_hubs: Vec::new(),
             hub_frames: Vec::new(),
+            requests: Cost::default(),
+            gone_writes: 0,
         }
     }
 
@@ -157,6 +183,7 @@ impl TestServer {
                 continue;
             };
             o.alarm_at = None;
+            self.requests.object_requests += 1;
             let stores = Stores {
                 call: &o.call,
                 session: &o.session,
@@ -168,7 +195,17 @@ impl TestServer {
         }
     }
 
+    /// What the requests so far cost (see [`Cost`]).
+    pub fn cost(&self) -> Cost {
+        let live: u64 = self.objects.values().map(TestObject::writes).sum();
+        Cost {
+            rows_written: live + self.gone_writes,
+            ..self.requests
+        }
+    }
+
     fn in_object(&mut self, name: &str, req: &HttpRequest, env: &Env) -> Reply {
+        self.requests.object_requests += 1;
         let object = self.objects.entry(name.to_string()).or_default();
         let stores = Stores {
             call: &object.call,
@@ -223,12 +260,14 @@ impl TestServer {
                 Effect::Push(p) => self.pushes.push(p.clone()),
                 Effect::WakeAt(at) => {
                     if let Some(o) = object.and_then(|n| self.objects.get_mut(n)) {
+                        // The Worker arms the alarm for every WakeAt.
+                        self.requests.alarms_armed += 1;
                         o.alarm_at = Some(*at);
                     }
                 }
                 Effect::DeleteStorage => {
-                    if let Some(n) = object {
-                        self.objects.remove(n);
+                    if let Some(o) = object.and_then(|n| self.objects.remove(n)) {
+                        self.gone_writes += o.writes();
                     }
                 }
             }

@@ -128,12 +128,22 @@ pub struct MemorySessionStore {
     meta: RefCell<Option<SessionMeta>>,
     events: RefCell<Vec<(u64, String, Value)>>,
     calls: RefCell<BTreeMap<String, SessionCall>>,
+    writes: std::cell::Cell<u64>,
 }
 
 impl MemorySessionStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many rows were written (what SQLite storage would bill).
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
+    }
+
+    fn wrote(&self) {
+        self.writes.set(self.writes.get() + 1);
     }
 
     /// How many events are stored (tests check that deletion empties it).
@@ -148,11 +158,13 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn put_meta(&self, meta: &SessionMeta) -> Result<(), McpError> {
+        self.wrote();
         *self.meta.borrow_mut() = Some(meta.clone());
         Ok(())
     }
 
     fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
+        self.wrote();
         let mut ev = self.events.borrow_mut();
         let lsn = ev.last().map_or(1, |(l, _, _)| l + 1);
         ev.push((lsn, stream.to_string(), message.clone()));
@@ -174,6 +186,7 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {
+        self.wrote();
         self.calls
             .borrow_mut()
             .insert(call.stream.clone(), call.clone());

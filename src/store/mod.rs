@@ -67,12 +67,18 @@ pub trait CallStore {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     call: RefCell<Option<StoredCall>>,
+    writes: std::cell::Cell<u64>,
 }
 
 impl MemoryStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many rows were written (what SQLite storage would bill).
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
     }
 }
 
@@ -82,6 +88,7 @@ impl CallStore for MemoryStore {
     }
 
     fn save(&self, call: &StoredCall) -> Result<(), McpError> {
+        self.writes.set(self.writes.get() + 1);
         *self.call.borrow_mut() = Some(call.clone());
         Ok(())
     }

@@ -95,12 +95,18 @@ pub trait TaskStore {
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     task: RefCell<Option<TaskRecord>>,
+    writes: std::cell::Cell<u64>,
 }
 
 impl MemoryTaskStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How many rows were written (what SQLite storage would bill).
+    pub fn writes(&self) -> u64 {
+        self.writes.get()
     }
 }
 
@@ -110,6 +116,7 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+        self.writes.set(self.writes.get() + 1);
         *self.task.borrow_mut() = Some(task.clone());
         Ok(())
     }

@@ -7,7 +7,9 @@
 //! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
 //! - `session.rs`: the 2025-11-25 session wire.
 //! - `tasks.rs`: the tasks extension.
+//! - `cost.rs`: object requests, rows written and alarms per paused call.
 
+mod cost;
 mod durable;
 mod modern;
 mod session;

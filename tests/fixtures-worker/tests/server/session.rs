@@ -7,7 +7,7 @@ use crate::{assert_error, Harness, Reply};
 use durable_mcp::http::HttpRequest;
 use durable_mcp::testing::TestServer;
 
-fn post(h: &mut TestServer, session: Option<&str>, body: Value) -> Reply {
+pub(crate) fn post(h: &mut TestServer, session: Option<&str>, body: Value) -> Reply {
     let mut headers = vec![
         ("host".to_string(), "localhost:8787".to_string()),
         ("content-type".to_string(), "application/json".to_string()),
@@ -28,7 +28,7 @@ fn post(h: &mut TestServer, session: Option<&str>, body: Value) -> Reply {
     })
 }
 
-fn get(h: &mut TestServer, session: &str, last_event_id: Option<&str>) -> Reply {
+pub(crate) fn get(h: &mut TestServer, session: &str, last_event_id: Option<&str>) -> Reply {
     let mut headers = vec![
         ("host".to_string(), "localhost:8787".to_string()),
         ("mcp-session-id".to_string(), session.to_string()),
@@ -45,7 +45,7 @@ fn get(h: &mut TestServer, session: &str, last_event_id: Option<&str>) -> Reply 
     })
 }
 
-fn initialize(h: &mut TestServer, caps: Value) -> String {
+pub(crate) fn initialize(h: &mut TestServer, caps: Value) -> String {
     let r = post(
         h,
         None,
@@ -79,7 +79,7 @@ fn deploy_asking(h: &mut TestServer) -> (String, Value) {
     (sid, asked)
 }
 
-fn deploy_call() -> Value {
+pub(crate) fn deploy_call() -> Value {
     json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "deploy", "arguments": {"service": "api"}}})
 }
 
