@@ -10,6 +10,9 @@
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
 //
+// Release builds strip the wasm name section: bundle with
+// CARGO_PROFILE_RELEASE_STRIP=false to see Rust function names.
+//
 // Writes bench/.out/<worker>-<scenario>.cpuprofile (open it in Chrome
 // DevTools' Performance panel for the whole picture). Needs Node 22
 // (global WebSocket): `source scripts/lib.sh && with_node22 node …`.

@@ -10,7 +10,8 @@
 //    DURATION seconds), ROUNDS times, interleaved; reports medians.
 //
 // Env: BENCH_SECONDS (8), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16),
-// BENCH_ONLY (a regex on scenario names), BENCH_SKIP_BUILD=1.
+// BENCH_ONLY (a regex on scenario names), BENCH_SKIP_BUILD=1, BENCH_FIXED_RATE
+// (200: the offered rate of the fixed-rate latency pass), BENCH_DOCS=1.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -125,6 +126,38 @@ function roundTrip(name, args, answers, stateOf = (j) => j.result?.requestState)
       params: { name, arguments: args, _meta: META, requestState: ctx.state, inputResponses: answers } }) }) },
   ];
 }
+/** The saga methods (seed 000): callSaga, then resumeSaga with the completed step. */
+function sagaRoundTrip(name, args, stepResult) {
+  const h = { 'content-type': 'application/json' };
+  return [
+    { method: 'POST', path: '/mcp', headers: h,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/callSaga', params: { name, arguments: args } }),
+      onResponse: (status, body, ctx) => { try { const r = JSON.parse(body).result; ctx.token = r.sagaToken; ctx.step = r.steps?.[0]?.stepId; } catch { ctx.token = null; } } },
+    { method: 'POST', path: '/mcp', headers: h, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+      method: 'tools/resumeSaga', params: { sagaToken: ctx.token, completedSteps: [{ stepId: ctx.step, result: stepResult }] } }) }) },
+  ];
+}
+/** The streamless sketch (seed 002): dependent_requests, then dependent_responses. */
+function sketchRoundTrip(name, args, key, result) {
+  const h = { 'content-type': 'application/json' };
+  return [
+    { method: 'POST', path: '/mcp', headers: h,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args }, dependent_responses: {} }),
+      onResponse: (status, body, ctx) => { try { ctx.state = JSON.parse(body).requestState; } catch { ctx.state = null; } } },
+    { method: 'POST', path: '/mcp', headers: h, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+      method: 'tools/call', params: { name, arguments: args }, requestState: ctx.state, dependent_responses: { [key]: { result } } }) }) },
+  ];
+}
+/** A task created once (it sleeps for an hour); every request polls it. */
+async function taskPoll(base) {
+  const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': { extensions: { 'io.modelcontextprotocol/tasks': {} } } };
+  const created = await (await fetch(`${base}/mcp`, { method: 'POST', ...modernReq('slow_compute', { seconds: 3600 }, { _meta: meta }) })).json();
+  const taskId = created.result.taskId;
+  return { method: 'POST', path: '/mcp',
+    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
+      'mcp-protocol-version': MODERN, 'mcp-method': 'tasks/get', 'mcp-name': taskId },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { taskId, _meta: meta } }) };
+}
 const rpc = (body) => ({ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 /** A 2025-11-25 session opened once; every request is a call in it. */
@@ -139,8 +172,9 @@ async function openSession(base, path = '/mcp') {
   return sh;
 }
 
-async function run(url, requests, perIteration) {
-  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, requests, timeout: 20 });
+async function run(url, requests, perIteration, rate) {
+  const result = await autocannon({ url, connections: CONNECTIONS, duration: SECONDS, requests, timeout: 20,
+    ...(rate ? { overallRate: rate } : {}) });
   const errors = result.errors + result.timeouts + (result.non2xx ?? 0);
   // rps of whole iterations (a round trip is `perIteration` requests).
   return { rps: result.requests.average / perIteration, p50: result.latency.p50, p99: result.latency.p99, errors };
@@ -196,6 +230,10 @@ async function main() {
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ['durable-mcp: durable round trip (deploy, 2 rounds)', at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
   ];
+  const elicited = { action: 'accept', content: { name: 'bench' } };
+  scenarios.push(['durable-mcp: saga round trip (seed 000)', at('fixtures'), sagaRoundTrip('test_input_required_result_elicitation', {}, elicited), 2]);
+  scenarios.push(['durable-mcp: sketch round trip (seed 002)', at('fixtures'), sketchRoundTrip('test_input_required_result_elicitation', {}, 'user_name', elicited), 2]);
+  scenarios.push(['durable-mcp: task poll (tasks/get)', at('fixtures'), [await taskPoll(at('fixtures'))], 1]);
   const sessionHeaders = await openSession(at('fixtures'));
   scenarios.push(['durable-mcp: 2025-11-25 session tools/call (add)', at('fixtures'), [{ method: 'POST', path: '/mcp', headers: sessionHeaders,
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) }], 1]);
@@ -208,6 +246,13 @@ async function main() {
   }
   const chosen = scenarios.filter(([n]) => !ONLY || ONLY.test(n));
   const results = new Map(chosen.map(([n]) => [n, []]));
+  // p50/p99 at one fixed offered rate, the same for everyone and below
+  // what the slowest sustains, so latencies compare (BENCH_FIXED_RATE).
+  const FIXED = ['durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)',
+    'durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)',
+    'durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)'];
+  const fixedRate = Number(process.env.BENCH_FIXED_RATE ?? 200);
+  const fixed = [];
   try {
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, url, requests, per] of chosen) {
@@ -215,6 +260,11 @@ async function main() {
         results.get(name).push(r);
         console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors)` : ''}`);
       }
+    }
+    for (const [name, url, requests, per] of chosen.filter(([n]) => FIXED.includes(n))) {
+      const r = await run(url, requests, per, fixedRate);
+      fixed.push({ name, rate: fixedRate, p50: r.p50, p99: r.p99, errors: r.errors });
+      console.error(`fixed ${fixedRate}/s: ${name}: p50 ${r.p50} ms p99 ${r.p99} ms`);
     }
   } finally {
     stop();
@@ -231,7 +281,7 @@ async function main() {
       sizes[w.name] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
     }
   }
-  const report = { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, rows, sizes, at: new Date().toISOString() };
+  const report = { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, rows, fixed, sizes, at: new Date().toISOString() };
   writeFileSync(join(OUT, 'results.json'), JSON.stringify(report, null, 2));
   const chart = svg(rows, `Throughput, medians of ${ROUNDS} × ${SECONDS} s, ${CONNECTIONS} connections, one workerd (grey: ceiling, blue: durable-mcp, orange: agents)`);
   writeFileSync(join(OUT, 'results.svg'), chart);
@@ -242,10 +292,19 @@ async function main() {
   for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
   const get = (n) => rows.find((r) => r.name === n)?.rps;
   const ratio = (a, b) => (get(a) && get(b) ? `${(get(a) / get(b)).toFixed(2)}×` : 'n/a');
+  if (fixed.length) {
+    console.log(`\np50/p99 at a fixed offered rate of ${fixedRate} requests/s (${CONNECTIONS} connections, ${SECONDS} s)\n`);
+    console.log('| scenario | p50 ms | p99 ms | errors |\n|---|---|---|---|');
+    for (const f of fixed) console.log(`| ${f.name} | ${f.p50} | ${f.p99} | ${f.errors} |`);
+  }
   console.log('\nratios:');
   console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   console.log(`  MRTR round trip vs ceiling:     ${ratio('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result')} (per round trip of 2 requests vs 1 request)`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
+  console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
+  console.log(`  stateless call vs agents echo:  ${ratio('durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)')}`);
+  console.log(`  MRTR round trip vs agents:      ${ratio('durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)')}`);
+  console.log(`  session call vs McpAgent:       ${ratio('durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)')}`);
   for (const [n, s] of Object.entries(sizes)) console.log(`  wasm ${n}: ${(s.raw / 1024).toFixed(0)} KiB raw, ${(s.gzip / 1024).toFixed(0)} KiB gzip`);
   if (statSync(OUT)) console.error(`\nresults: ${relative(ROOT, join(OUT, 'results.json'))}`);
 }
