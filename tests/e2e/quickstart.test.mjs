@@ -160,6 +160,18 @@ test('the banking chain (seed 004): check_account_issue names initiate_human_han
   assert.deepEqual(result.content, [{ type: 'text', text: 'Handed customer 12345 over to a specialist (account_locked, high urgency).' }]);
 });
 
+test('the durable-mcp CLI follows the banking chain to initiate_human_handoff', () => {
+  const cli = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), 'debug', 'durable-mcp');
+  const r = spawnSync(cli, ['call', server.url, 'check_account_issue', '--arg', 'customer_id=12345',
+    '--arg', 'issue=my account is locked'], { encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  assert.deepEqual(r.stdout.trim().split('\n'), [
+    'This account lockout requires specialist assistance.',
+    'Handed customer 12345 over to a specialist (account_locked, high urgency).',
+  ]);
+  assert.match(r.stderr, /▶ check_account_issue .*\n▶ initiate_human_handoff \{"customerId":"12345","issueType":"account_locked","urgency":"high"\}/);
+});
+
 test('backup runs as a task: answered with a task id at once, it works on in its object while the client polls tasks/get', { timeout: 60_000 }, async () => {
   const tasks = { 'io.modelcontextprotocol/tasks': {} };
   const meta = { ...META, 'io.modelcontextprotocol/clientCapabilities': { extensions: tasks } };

@@ -7,7 +7,9 @@
 //! - `examples.rs`: `deploy` (seed 000's story, durable) and `add`.
 //! - `fixtures.rs`: the conformance suite's fixtures.
 //! - `tasks.rs`: the tasks-extension fixtures, and a long task for e2e.
+//! - `chains.rs`: tool-chaining fixtures (loops, endless, refused chains).
 
+mod chains;
 mod examples;
 mod fixtures;
 mod tasks;
@@ -23,6 +25,7 @@ pub fn registry(env: &Bindings) -> Registry {
     examples::register(&mut r);
     fixtures::register(&mut r);
     tasks::register(&mut r);
+    chains::register(&mut r);
     r
 }
 

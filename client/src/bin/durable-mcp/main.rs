@@ -1,0 +1,224 @@
+//! `durable-mcp`: call any MCP server's tools from a terminal.
+//!
+//! ```text
+//! durable-mcp tools <url> [--wire W]
+//! durable-mcp call <url> <tool> [--arg key=value]... [--args JSON]
+//!                  [--wire auto|modern|session|saga|sketch] [--no-tasks] [--no-chain] [--json]
+//! ```
+//!
+//! Forms the server asks for become prompts, one per field; a sampling
+//! request asks you for the model's reply. Progress and task status show on
+//! stderr. Chained calls (`_meta.nextTool`) are followed, checked. See
+//! `--help` for answering from a pipe.
+
+mod prompt;
+
+use std::process::ExitCode;
+
+use durable_mcp_client::{Client, Error, Step, Wire};
+use serde_json::{Map, Value};
+
+const HELP: &str = "\
+durable-mcp — call an MCP server's tools from a terminal
+
+USAGE
+  durable-mcp tools <url> [--wire W]
+  durable-mcp call <url> <tool> [--arg key=value]... [--args JSON] [options]
+
+OPTIONS
+  --arg key=value   an argument; the value is read as JSON when it parses
+                    (3, true, [\"a\"]), as a string otherwise
+  --args JSON       all arguments as one JSON object
+  --wire W          auto (default: 2026-07-28 if the server answers
+                    server/discover, else a 2025-11-25 session), modern,
+                    session, saga, sketch
+  --no-tasks        do not declare the tasks extension
+  --no-chain        do not follow _meta.nextTool
+  --json            print each result as JSON
+
+ANSWERING
+  At a terminal, forms and sampling requests are prompts. From a pipe, one
+  line per answer: for a form, one line per field in the order of its
+  properties (alphabetical); a first line of !decline or !cancel answers
+  the whole form so; an empty line leaves an optional field out. Booleans
+  read y/yes/true/1 and n/no/false/0; an enum reads its value or its
+  1-based position. For a sampling request, one line: the model's reply.
+
+EXIT
+  0 success; 1 the tool reported an error (isError); 2 a protocol,
+  transport or chain error; 64 usage.
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => code,
+        Err(Usage(m)) => {
+            eprintln!("{m}\n\n{HELP}");
+            ExitCode::from(64)
+        }
+    }
+}
+
+struct Usage(String);
+
+struct Options {
+    url: String,
+    tool: Option<String>,
+    arguments: Map<String, Value>,
+    wire: Wire,
+    tasks: bool,
+    chain: bool,
+    json: bool,
+}
+
+fn parse(args: &[String]) -> Result<(String, Options), Usage> {
+    let mut it = args.iter();
+    let command = it.next().ok_or_else(|| Usage("no command".into()))?.clone();
+    if command == "--help" || command == "-h" || command == "help" {
+        return Ok((command, empty_options()));
+    }
+    let url = it.next().ok_or_else(|| Usage("no url".into()))?.clone();
+    let mut o = Options {
+        url,
+        ..empty_options()
+    };
+    if command == "call" {
+        o.tool = Some(it.next().ok_or_else(|| Usage("no tool".into()))?.clone());
+    }
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| Usage(format!("{a} needs a value")))
+        };
+        match a.as_str() {
+            "--arg" => {
+                let kv = value()?;
+                let (k, v) = kv
+                    .split_once('=')
+                    .ok_or_else(|| Usage(format!("--arg {kv}: expected key=value")))?;
+                o.arguments.insert(k.to_string(), arg_value(v));
+            }
+            "--args" => match serde_json::from_str(&value()?) {
+                Ok(Value::Object(m)) => o.arguments.extend(m),
+                _ => return Err(Usage("--args must be a JSON object".into())),
+            },
+            "--wire" => o.wire = value()?.parse().map_err(Usage)?,
+            "--no-tasks" => o.tasks = false,
+            "--no-chain" => o.chain = false,
+            "--json" => o.json = true,
+            other => return Err(Usage(format!("unknown option {other}"))),
+        }
+    }
+    Ok((command, o))
+}
+
+fn empty_options() -> Options {
+    Options {
+        url: String::new(),
+        tool: None,
+        arguments: Map::new(),
+        wire: Wire::Auto,
+        tasks: true,
+        chain: true,
+        json: false,
+    }
+}
+
+/// `--arg` values: JSON when they parse, a string otherwise.
+fn arg_value(v: &str) -> Value {
+    serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
+}
+
+fn run(args: &[String]) -> Result<ExitCode, Usage> {
+    let (command, o) = parse(args)?;
+    let mut client = Client::new(&o.url, prompt::Prompter::new())
+        .with_wire(o.wire)
+        .with_tasks(o.tasks);
+    let outcome = match command.as_str() {
+        "--help" | "-h" | "help" => {
+            print!("{HELP}");
+            return Ok(ExitCode::SUCCESS);
+        }
+        "tools" => client.list_tools().map(|tools| {
+            for t in tools {
+                print_tool(&t);
+            }
+            ExitCode::SUCCESS
+        }),
+        "call" => {
+            let tool = o.tool.clone().unwrap_or_default();
+            call(&mut client, &tool, Value::Object(o.arguments.clone()), &o)
+        }
+        other => return Err(Usage(format!("unknown command {other}"))),
+    };
+    client.close();
+    Ok(outcome.unwrap_or_else(|e| {
+        eprintln!("error: {e}");
+        ExitCode::from(2)
+    }))
+}
+
+fn call(client: &mut Client, tool: &str, args: Value, o: &Options) -> Result<ExitCode, Error> {
+    let json = o.json;
+    let show = |step: &Step| {
+        eprintln!("▶ {} {}", step.tool, step.arguments);
+        print_result(&step.result, json);
+    };
+    let last = if o.chain {
+        client.call_chain(tool, args, show)?.pop().map(|s| s.result)
+    } else {
+        let result = client.call_tool(tool, args.clone())?;
+        show(&Step {
+            tool: tool.to_string(),
+            arguments: args,
+            result: result.clone(),
+        });
+        Some(result)
+    };
+    let failed = last.is_some_and(|r| r["isError"] == true);
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+fn print_tool(t: &Value) {
+    let name = t["name"].as_str().unwrap_or_default();
+    let desc = t["description"].as_str().unwrap_or_default();
+    let first = desc.lines().next().unwrap_or_default();
+    let params: Vec<String> = t["inputSchema"]["properties"]
+        .as_object()
+        .map(|p| p.keys().cloned().collect())
+        .unwrap_or_default();
+    println!("{name}({})  {first}", params.join(", "));
+}
+
+fn print_result(result: &Value, json: bool) {
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(result).unwrap_or_default()
+        );
+        return;
+    }
+    let mut printed = false;
+    for block in result["content"].as_array().into_iter().flatten() {
+        match block["type"].as_str() {
+            Some("text") => println!("{}", block["text"].as_str().unwrap_or_default()),
+            Some(other) => println!("[{other} content]"),
+            None => {}
+        }
+        printed = true;
+    }
+    if !printed {
+        if let Some(s) = result.get("structuredContent") {
+            println!("{}", serde_json::to_string_pretty(s).unwrap_or_default());
+        }
+    }
+    if result["isError"] == true {
+        eprintln!("(the tool reported an error)");
+    }
+}

@@ -1,0 +1,280 @@
+//! A blocking MCP client that drives every flow a durable-mcp server offers
+//! — and any other MCP server's: the 2026-07-28 stateless wire with its
+//! multi-round-trip requests (MRTR), the tasks extension (SEP-2663),
+//! 2025-11-25 sessions with SSE and `Last-Event-ID` resume, the saga
+//! methods (seed 000), the streamless sketch (seed 002), and tool chaining
+//! (seed 004: `_meta.nextTool`, followed with the arguments checked against
+//! the listed schema, at most five calls deep and never in a cycle).
+//!
+//! What the server asks — a form, a completion, the roots — is answered by
+//! the [`Handler`] the caller supplies. The `durable-mcp` CLI is this
+//! client with a handler that asks a person at the terminal.
+//!
+//! ```no_run
+//! use durable_mcp_client::{Client, Handler};
+//! use serde_json::{json, Value};
+//!
+//! struct Staging;
+//! impl Handler for Staging {
+//!     fn elicit(&mut self, _params: &Value) -> Value {
+//!         json!({"action": "accept", "content": {"target": "staging"}})
+//!     }
+//!     fn sample(&mut self, _params: &Value) -> Value {
+//!         json!({"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "me"})
+//!     }
+//! }
+//!
+//! let mut client = Client::new("http://127.0.0.1:8787/mcp", Staging);
+//! let result = client.call_tool("deploy", json!({"service": "api"}))?;
+//! println!("{}", result["content"][0]["text"]);
+//! # Ok::<(), durable_mcp_client::Error>(())
+//! ```
+//!
+//! # Layout
+//! - `lib.rs`: [`Client`], [`Handler`], [`Wire`], [`Error`].
+//! - `transport.rs`: HTTP and the JSON-or-SSE replies.
+//! - `modern.rs`: the 2026-07-28 wire, MRTR and tasks.
+//! - `session.rs`: 2025-11-25 sessions.
+//! - `seeds.rs`: the saga methods and the streamless sketch.
+//! - `chain.rs`: following `_meta.nextTool`.
+//! - `schema.rs`, `sse.rs`: a small JSON Schema check; an SSE reader.
+
+mod chain;
+mod modern;
+pub mod schema;
+mod seeds;
+mod session;
+pub mod sse;
+mod transport;
+
+use serde_json::{json, Value};
+
+pub use chain::{next_tool, ChainError, Step, MAX_CHAIN};
+
+/// The 2026-07-28 protocol version.
+pub const MODERN: &str = "2026-07-28";
+/// The 2025-11-25 protocol version.
+pub const SESSION: &str = "2025-11-25";
+/// The tasks extension's identifier.
+pub const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+/// Answers what a server asks in the middle of a call.
+pub trait Handler {
+    /// An `elicitation/create`: returns `{action, content?}`.
+    fn elicit(&mut self, params: &Value) -> Value;
+    /// A `sampling/createMessage`: returns `{role, content, model}`.
+    fn sample(&mut self, params: &Value) -> Value;
+    /// A `roots/list`: returns `{roots: [...]}` (none by default).
+    fn roots(&mut self) -> Value {
+        json!({"roots": []})
+    }
+    /// A notification: progress, a log message, a task's new status
+    /// (`notifications/tasks`, also made up from each poll of a task).
+    fn notify(&mut self, _message: &Value) {}
+}
+
+/// How calls travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    /// 2026-07-28 if the server answers `server/discover`, else a session.
+    Auto,
+    /// The 2026-07-28 stateless wire (MRTR, tasks).
+    Modern,
+    /// A 2025-11-25 session (SSE, `Last-Event-ID`).
+    Session,
+    /// The saga methods (seed 000).
+    Saga,
+    /// The streamless sketch (seed 002).
+    Sketch,
+}
+
+impl std::str::FromStr for Wire {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        Ok(match s {
+            "auto" => Wire::Auto,
+            "modern" => Wire::Modern,
+            "session" => Wire::Session,
+            "saga" => Wire::Saga,
+            "sketch" => Wire::Sketch,
+            _ => {
+                return Err(format!(
+                    "unknown wire {s:?} (auto, modern, session, saga, sketch)"
+                ))
+            }
+        })
+    }
+}
+
+/// What went wrong.
+#[derive(Debug)]
+pub enum Error {
+    /// The server could not be reached, or answered something that is not
+    /// MCP (an HTTP error without a JSON-RPC body, unreadable JSON).
+    Transport(String),
+    /// A JSON-RPC error from the server.
+    Rpc {
+        /// Its code.
+        code: i64,
+        /// Its message.
+        message: String,
+        /// Its data, if any.
+        data: Option<Value>,
+    },
+    /// The server broke the protocol (a reply of the wrong shape).
+    Protocol(String),
+    /// A task ended without a result (`failed` has its error as `Rpc`).
+    Task(String),
+    /// A chain of calls the client refused to follow.
+    Chain(ChainError),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Error::Transport(m) => write!(f, "transport: {m}"),
+            Error::Rpc { code, message, .. } => write!(f, "server error {code}: {message}"),
+            Error::Protocol(m) => write!(f, "protocol: {m}"),
+            Error::Task(m) => write!(f, "task: {m}"),
+            Error::Chain(c) => write!(f, "chain: {c}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// A result or an [`Error`].
+pub type Result<T> = std::result::Result<T, Error>;
+
+/// An MCP client for one server.
+pub struct Client {
+    url: String,
+    agent: ureq::Agent,
+    wire: Wire,
+    handler: Box<dyn Handler>,
+    next_id: u64,
+    /// The 2025-11-25 session, once initialized.
+    session: Option<String>,
+    /// Declare the tasks extension on calls (2026-07-28 wire).
+    tasks: bool,
+    /// The listed tools, once asked (to check chained calls).
+    tools: Option<Vec<Value>>,
+}
+
+impl Client {
+    /// A client of the MCP endpoint `url`, answering with `handler`.
+    pub fn new(url: &str, handler: impl Handler + 'static) -> Self {
+        let agent = ureq::AgentBuilder::new()
+            .timeout_connect(std::time::Duration::from_secs(10))
+            .timeout_read(std::time::Duration::from_secs(120))
+            .build();
+        Self {
+            url: url.to_string(),
+            agent,
+            wire: Wire::Auto,
+            handler: Box::new(handler),
+            next_id: 0,
+            session: None,
+            tasks: true,
+            tools: None,
+        }
+    }
+
+    /// Uses `wire` (default [`Wire::Auto`]).
+    pub fn with_wire(mut self, wire: Wire) -> Self {
+        self.wire = wire;
+        self
+    }
+
+    /// Whether calls declare the tasks extension (default yes): a server
+    /// may then answer with a task, which the client polls to its end.
+    pub fn with_tasks(mut self, on: bool) -> Self {
+        self.tasks = on;
+        self
+    }
+
+    /// The wire in use, deciding [`Wire::Auto`] on first use: 2026-07-28 if
+    /// the server answers `server/discover`, a 2025-11-25 session if not.
+    pub fn wire(&mut self) -> Result<Wire> {
+        if self.wire == Wire::Auto {
+            self.wire = match self.modern_request("server/discover", json!({}), None) {
+                Ok(_) => Wire::Modern,
+                Err(_) => Wire::Session,
+            };
+        }
+        Ok(self.wire)
+    }
+
+    /// The server's tools (`tools/list`, every page).
+    pub fn list_tools(&mut self) -> Result<Vec<Value>> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<Value> = None;
+        loop {
+            let mut params = json!({});
+            if let Some(c) = &cursor {
+                params["cursor"] = c.clone();
+            }
+            let page = match self.wire()? {
+                Wire::Modern => self.modern_request("tools/list", params, None)?,
+                Wire::Session => self.session_request("tools/list", params)?,
+                Wire::Saga | Wire::Sketch | Wire::Auto => {
+                    self.plain_request("tools/list", params)?
+                }
+            };
+            tools.extend(page["tools"].as_array().cloned().unwrap_or_default());
+            match page.get("nextCursor") {
+                Some(c) if !c.is_null() => cursor = Some(c.clone()),
+                _ => break,
+            }
+        }
+        self.tools = Some(tools.clone());
+        Ok(tools)
+    }
+
+    /// Calls `name` with `arguments` and drives the call to its end on the
+    /// wire in use: answers every question with the handler (MRTR rounds,
+    /// saga steps, sketch dependents, session requests), polls a task until
+    /// it ends. Returns the `CallToolResult` (a tool error is a result with
+    /// `isError`, not an `Err`).
+    pub fn call_tool(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        match self.wire()? {
+            Wire::Modern | Wire::Auto => self.modern_call(name, arguments),
+            Wire::Session => self.session_call(name, arguments),
+            Wire::Saga => self.saga_call(name, arguments),
+            Wire::Sketch => self.sketch_call(name, arguments),
+        }
+    }
+
+    /// Ends the session, if one was opened (`DELETE`).
+    pub fn close(&mut self) {
+        if let Some(id) = self.session.take() {
+            let _ = self
+                .agent
+                .delete(&self.url)
+                .set("mcp-session-id", &id)
+                .set("mcp-protocol-version", SESSION)
+                .call();
+        }
+    }
+
+    fn id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Answers one server→client request with the handler.
+    fn answer(&mut self, method: &str, params: &Value) -> Value {
+        match method {
+            "elicitation/create" => self.handler.elicit(params),
+            "sampling/createMessage" => self.handler.sample(params),
+            "roots/list" => self.handler.roots(),
+            _ => json!({}),
+        }
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        self.close();
+    }
+}

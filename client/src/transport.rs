@@ -1,0 +1,121 @@
+//! HTTP: a POST whose reply is JSON or an SSE stream of JSON-RPC messages.
+
+use std::io::BufReader;
+
+use base64::Engine;
+use serde_json::Value;
+
+use crate::sse::Events;
+use crate::{Client, Error, Result};
+
+/// What a POST answered.
+pub(crate) struct Reply {
+    /// The `Mcp-Session-Id` header, if any.
+    pub(crate) session: Option<String>,
+    /// Every JSON-RPC message, in order (one for a JSON reply).
+    pub(crate) messages: Vec<Value>,
+}
+
+/// A header value as MCP sends it: plain when it is visible ASCII without
+/// outer spaces, else `=?base64?…?=`.
+pub(crate) fn header_value(value: &str) -> String {
+    let plain = !value.is_empty()
+        && value.bytes().all(|b| (0x20..0x7f).contains(&b))
+        && !value.starts_with(' ')
+        && !value.ends_with(' ')
+        && !value.starts_with("=?base64?");
+    if plain {
+        value.to_string()
+    } else {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(value.as_bytes());
+        format!("=?base64?{b64}?=")
+    }
+}
+
+/// The JSON-RPC error of a message as an [`Error`], if it is one.
+pub(crate) fn rpc_error(message: &Value) -> Option<Error> {
+    let e = message.get("error")?;
+    Some(Error::Rpc {
+        code: e["code"].as_i64().unwrap_or(0),
+        message: e["message"].as_str().unwrap_or_default().to_string(),
+        data: e.get("data").cloned(),
+    })
+}
+
+impl Client {
+    /// POSTs `body` with `headers`; reads the whole reply.
+    pub(crate) fn post(&self, headers: &[(&str, String)], body: &Value) -> Result<Reply> {
+        let mut req = self
+            .agent
+            .post(&self.url)
+            .set("content-type", "application/json")
+            .set("accept", "application/json, text/event-stream");
+        for (k, v) in headers {
+            req = req.set(k, v);
+        }
+        let resp = match req.send_string(&body.to_string()) {
+            Ok(r) => r,
+            // An HTTP error status with a JSON-RPC error body is the
+            // server's answer; anything else is a transport failure.
+            Err(ureq::Error::Status(code, r)) => {
+                let text = r.into_string().unwrap_or_default();
+                return match serde_json::from_str::<Value>(&text) {
+                    Ok(v) if v.get("error").is_some() => Ok(Reply {
+                        session: None,
+                        messages: vec![v],
+                    }),
+                    _ => Err(Error::Transport(format!("HTTP {code}: {text}"))),
+                };
+            }
+            Err(e) => return Err(Error::Transport(e.to_string())),
+        };
+        read_reply(resp)
+    }
+}
+
+/// Reads a response: JSON, an SSE stream, or nothing (202).
+pub(crate) fn read_reply(resp: ureq::Response) -> Result<Reply> {
+    let session = resp.header("mcp-session-id").map(str::to_string);
+    let sse = resp.content_type() == "text/event-stream";
+    if resp.status() == 202 {
+        return Ok(Reply {
+            session,
+            messages: Vec::new(),
+        });
+    }
+    if !sse {
+        let text = resp
+            .into_string()
+            .map_err(|e| Error::Transport(e.to_string()))?;
+        let messages = if text.trim().is_empty() {
+            Vec::new()
+        } else {
+            vec![serde_json::from_str(&text)
+                .map_err(|e| Error::Protocol(format!("not JSON ({e}): {text}")))?]
+        };
+        return Ok(Reply { session, messages });
+    }
+    let mut messages = Vec::new();
+    for event in Events::new(BufReader::new(resp.into_reader())) {
+        let event = event.map_err(|e| Error::Transport(e.to_string()))?;
+        if !event.data.is_empty() {
+            messages.push(
+                serde_json::from_str(&event.data)
+                    .map_err(|e| Error::Protocol(format!("an SSE event is not JSON: {e}")))?,
+            );
+        }
+    }
+    Ok(Reply { session, messages })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_values_are_plain_or_base64() {
+        assert_eq!(header_value("deploy"), "deploy");
+        assert_eq!(header_value("café"), "=?base64?Y2Fmw6k=?=");
+        assert_eq!(header_value(" x"), "=?base64?IHg=?=");
+    }
+}
