@@ -159,6 +159,10 @@ pub struct Client {
     tasks: bool,
     /// The listed tools, once asked (to check chained calls).
     tools: Option<Vec<Value>>,
+    /// Declare resumable requests in a session and resume with them.
+    resumable: bool,
+    /// The resume token of the session call in flight.
+    resume_token: Option<String>,
 }
 
 impl Client {
@@ -177,7 +181,17 @@ impl Client {
             session: None,
             tasks: true,
             tools: None,
+            resumable: false,
+            resume_token: None,
         }
+    }
+
+    /// In a 2025-11-25 session, declares resumable requests (seed 001) and
+    /// picks a call's stream up with `requests/resume` (its original id and
+    /// resume token) instead of `GET` + `Last-Event-ID`.
+    pub fn with_resumable_requests(mut self, on: bool) -> Self {
+        self.resumable = on;
+        self
     }
 
     /// Uses `wire` (default [`Wire::Auto`]).

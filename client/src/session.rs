@@ -2,7 +2,10 @@
 //! reply is an SSE stream carrying the server's requests, each answered
 //! with a POST of a JSON-RPC response, as they arrive. When the server
 //! closes the stream early (SEP-1699 polling), the client comes back with
-//! `GET` + `Last-Event-ID` for the rest.
+//! `GET` + `Last-Event-ID` for the rest — or, with resumable requests on
+//! (seed 001, [`Client::with_resumable_requests`]), with `requests/resume`
+//! under the original request id and the `resumeToken` the server's
+//! `notifications/requests/resumePolicy` gave.
 
 use std::io::BufReader;
 
@@ -24,6 +27,14 @@ impl Client {
         h
     }
 
+    fn session_capabilities(&self) -> Value {
+        let mut caps = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+        if self.resumable {
+            caps["resumableRequests"] = json!({});
+        }
+        caps
+    }
+
     /// Opens the session on first use.
     fn ensure_session(&mut self) -> Result<()> {
         if self.session.is_some() {
@@ -32,7 +43,7 @@ impl Client {
         let id = self.id();
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": SESSION,
-            "capabilities": {"elicitation": {"form": {}}, "sampling": {}, "roots": {}},
+            "capabilities": self.session_capabilities(),
             "clientInfo": {"name": "durable-mcp-client", "version": env!("CARGO_PKG_VERSION")},
         }});
         let reply = self.post(&[], &init)?;
@@ -103,7 +114,25 @@ impl Client {
                     return Ok(result);
                 }
             }
-            // The stream closed before the answer: pick it up again.
+            // The stream closed before the answer: pick it up again, with
+            // requests/resume when the server gave a resume token.
+            if let (true, Some(token)) = (self.resumable, self.resume_token.take()) {
+                let again = json!({"jsonrpc": "2.0", "id": id, "method": "requests/resume",
+                                   "params": {"resumeToken": token}});
+                let mut post = self
+                    .agent
+                    .post(&self.url)
+                    .set("content-type", "application/json")
+                    .set("accept", "application/json, text/event-stream");
+                for (k, v) in self.session_headers() {
+                    post = post.set(k, &v);
+                }
+                self.resume_token = Some(token);
+                resp = post
+                    .send_string(&again.to_string())
+                    .map_err(|e| Error::Transport(e.to_string()))?;
+                continue;
+            }
             let Some(last) = &last_event_id else {
                 return Err(Error::Protocol(format!(
                     "the stream of {method} ended without an answer"
@@ -144,13 +173,21 @@ impl Client {
                 let answer = json!({"jsonrpc": "2.0", "id": request_id, "result": result});
                 self.post(&self.session_headers(), &answer)?;
             }
-            None => self.handler.notify(&m),
+            None => {
+                if m["method"] == "notifications/requests/resumePolicy"
+                    && &m["params"]["requestId"] == our_id
+                {
+                    self.resume_token = m["params"]["resumeToken"].as_str().map(str::to_string);
+                }
+                self.handler.notify(&m)
+            }
         }
         Ok(None)
     }
 
     /// A `tools/call` in the session, to its end.
     pub(crate) fn session_call(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        self.resume_token = None;
         self.session_request("tools/call", json!({"name": name, "arguments": arguments}))
     }
 }

@@ -82,6 +82,40 @@ fn deploy_on_every_wire_asks_the_user_and_the_model() {
 
 #[test]
 #[ignore = "needs a server: run by tests/e2e/client.test.mjs"]
+fn a_session_call_is_picked_up_with_requests_resume() {
+    struct Seen(std::rc::Rc<std::cell::RefCell<Vec<String>>>);
+    impl Handler for Seen {
+        fn elicit(&mut self, _: &Value) -> Value {
+            json!({"action": "accept", "content": {"target": "staging"}})
+        }
+        fn sample(&mut self, _: &Value) -> Value {
+            json!({"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"})
+        }
+        fn notify(&mut self, m: &Value) {
+            self.0
+                .borrow_mut()
+                .push(m["method"].as_str().unwrap_or_default().to_string());
+        }
+    }
+    let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    let mut c = Client::new(&url(), Seen(seen.clone()))
+        .with_wire(Wire::Session)
+        .with_resumable_requests(true);
+    let r = c
+        .call_tool("deploy", json!({"service": "api"}))
+        .expect("deploy");
+    assert!(text(&r).starts_with("Deployed api to staging"), "{r}");
+    assert!(
+        seen.borrow()
+            .iter()
+            .any(|m| m == "notifications/requests/resumePolicy"),
+        "the server gave a resume policy: {:?}",
+        seen.borrow()
+    );
+}
+
+#[test]
+#[ignore = "needs a server: run by tests/e2e/client.test.mjs"]
 fn auto_picks_the_modern_wire_and_lists_tools() {
     let (mut c, _) = client(Wire::Auto);
     assert_eq!(c.wire().expect("wire"), Wire::Modern);

@@ -36,7 +36,7 @@ test("the client's live tests pass against wrangler dev: every wire, tasks, chai
   });
   const out = `${r.stdout}\n${r.stderr}`;
   assert.equal(r.status, 0, out);
-  assert.match(out, /test result: ok\. 4 passed; 0 failed/, out);
+  assert.match(out, /test result: ok\. 5 passed; 0 failed/, out);
 });
 
 test('durable-mcp tools lists the tools with their parameters', () => {
