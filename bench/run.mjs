@@ -204,6 +204,30 @@ ${bars}
 `;
 }
 
+/**
+ * Before any load: the durable-mcp CLI (client/, when built) lists each MCP
+ * server's tools and runs one paused call through ours, so a worker that
+ * does not serve MCP fails here, not as a fast stream of errors.
+ */
+function preflight(workers, at) {
+  const cli = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), 'debug', 'durable-mcp');
+  if (!existsSync(cli)) {
+    console.error('preflight skipped: build the CLI with `cargo build -p durable-mcp-client`');
+    return;
+  }
+  for (const w of workers.filter((x) => x.name !== 'ceiling')) {
+    const url = `${at(w.name)}${w.name === 'peer-session' ? '/mcp' : '/mcp'}`;
+    const r = spawnSync(cli, ['tools', url], { encoding: 'utf8', timeout: 30_000 });
+    if (r.status !== 0) throw new Error(`preflight: ${w.name} lists no tools: ${r.stderr}`);
+  }
+  const r = spawnSync(cli, ['call', `${at('fixtures')}/mcp`, 'deploy', '--arg', 'service=bench'],
+    { input: 'staging\nyes\n', encoding: 'utf8', timeout: 30_000 });
+  if (r.status !== 0 || !/^Deployed bench to staging/m.test(r.stdout)) {
+    throw new Error(`preflight: deploy through the CLI failed: ${r.stdout}${r.stderr}`);
+  }
+  console.error('preflight: every server lists its tools; deploy paused twice and finished through the CLI');
+}
+
 async function main() {
   mkdirSync(OUT, { recursive: true });
   const workers = WORKERS.map((w) => ({ ...w }));
@@ -217,6 +241,7 @@ async function main() {
   for (const p of peers) workers.push({ ...p, out: join(PEER, p.out) });
   const { ports, stop } = await serve(workers);
   const at = (name) => `http://127.0.0.1:${ports[name]}`;
+  preflight(workers, at);
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
   const scenarios = [
     ['ceiling: parse + fixed result', at('ceiling') + '/rpc', [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],

@@ -228,12 +228,10 @@ impl Client {
             if let Some(c) = &cursor {
                 params["cursor"] = c.clone();
             }
+            // The seed wires only carry calls: listing is 2026-07-28.
             let page = match self.wire()? {
-                Wire::Modern => self.modern_request("tools/list", params, None)?,
                 Wire::Session => self.session_request("tools/list", params)?,
-                Wire::Saga | Wire::Sketch | Wire::Auto => {
-                    self.plain_request("tools/list", params)?
-                }
+                _ => self.modern_request("tools/list", params, None)?,
             };
             tools.extend(page["tools"].as_array().cloned().unwrap_or_default());
             match page.get("nextCursor") {

@@ -37,7 +37,7 @@ impl Client {
     }
 
     /// One plain JSON-RPC request; returns its result.
-    pub(crate) fn plain_request(&mut self, method: &str, params: Value) -> Result<Value> {
+    fn plain_request(&mut self, method: &str, params: Value) -> Result<Value> {
         Ok(self.plain_message(method, params, Map::new())?["result"].clone())
     }
 

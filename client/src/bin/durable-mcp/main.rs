@@ -65,6 +65,8 @@ struct Usage(String);
 struct Options {
     url: String,
     tool: Option<String>,
+    /// `--arg` values as typed; read against the tool's schema later.
+    raw_args: Vec<(String, String)>,
     arguments: Map<String, Value>,
     wire: Wire,
     tasks: bool,
@@ -98,7 +100,7 @@ fn parse(args: &[String]) -> Result<(String, Options), Usage> {
                 let (k, v) = kv
                     .split_once('=')
                     .ok_or_else(|| Usage(format!("--arg {kv}: expected key=value")))?;
-                o.arguments.insert(k.to_string(), arg_value(v));
+                o.raw_args.push((k.to_string(), v.to_string()));
             }
             "--args" => match serde_json::from_str(&value()?) {
                 Ok(Value::Object(m)) => o.arguments.extend(m),
@@ -118,6 +120,7 @@ fn empty_options() -> Options {
     Options {
         url: String::new(),
         tool: None,
+        raw_args: Vec::new(),
         arguments: Map::new(),
         wire: Wire::Auto,
         tasks: true,
@@ -126,8 +129,15 @@ fn empty_options() -> Options {
     }
 }
 
-/// `--arg` values: JSON when they parse, a string otherwise.
-fn arg_value(v: &str) -> Value {
+/// An `--arg` value: a string where the tool's schema says string (so
+/// `id=12345` stays "12345"), otherwise JSON when it parses, else a string.
+fn arg_value(v: &str, schema: Option<&Value>) -> Value {
+    let is_string = schema
+        .and_then(|s| s.get("type"))
+        .is_some_and(|t| t == "string");
+    if is_string {
+        return Value::String(v.to_string());
+    }
     serde_json::from_str(v).unwrap_or_else(|_| Value::String(v.to_string()))
 }
 
@@ -149,7 +159,8 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         }),
         "call" => {
             let tool = o.tool.clone().unwrap_or_default();
-            call(&mut client, &tool, Value::Object(o.arguments.clone()), &o)
+            typed_arguments(&mut client, &tool, &o)
+                .and_then(|args| call(&mut client, &tool, args, &o))
         }
         other => return Err(Usage(format!("unknown command {other}"))),
     };
@@ -158,6 +169,27 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         eprintln!("error: {e}");
         ExitCode::from(2)
     }))
+}
+
+/// The call's arguments: `--args`, then each `--arg` read against the
+/// listed tool's input schema (listed once; a server that does not list the
+/// tool gets the values as JSON-or-string).
+fn typed_arguments(client: &mut Client, tool: &str, o: &Options) -> Result<Value, Error> {
+    let mut args = o.arguments.clone();
+    if !o.raw_args.is_empty() {
+        let tools = client.list_tools()?;
+        let props = tools
+            .iter()
+            .find(|t| t["name"] == tool)
+            .and_then(|t| t["inputSchema"]["properties"].as_object().cloned());
+        for (k, v) in &o.raw_args {
+            args.insert(
+                k.clone(),
+                arg_value(v, props.as_ref().and_then(|p| p.get(k))),
+            );
+        }
+    }
+    Ok(Value::Object(args))
 }
 
 fn call(client: &mut Client, tool: &str, args: Value, o: &Options) -> Result<ExitCode, Error> {
@@ -220,5 +252,24 @@ fn print_result(result: &Value, json: bool) {
     }
     if result["isError"] == true {
         eprintln!("(the tool reported an error)");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn arg_values_follow_the_schema_then_json() {
+        let string = json!({"type": "string"});
+        assert_eq!(arg_value("12345", Some(&string)), json!("12345"));
+        assert_eq!(arg_value("12345", None), json!(12345));
+        assert_eq!(
+            arg_value("true", Some(&json!({"type": "boolean"}))),
+            json!(true)
+        );
+        assert_eq!(arg_value("locked out", None), json!("locked out"));
+        assert_eq!(arg_value("[1,2]", None), json!([1, 2]));
     }
 }
