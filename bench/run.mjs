@@ -216,7 +216,7 @@ function preflight(workers, at) {
     return;
   }
   for (const w of workers.filter((x) => x.name !== 'ceiling')) {
-    const url = `${at(w.name)}${w.name === 'peer-session' ? '/mcp' : '/mcp'}`;
+    const url = `${at(w.name)}/mcp`;
     const r = spawnSync(cli, ['tools', url], { encoding: 'utf8', timeout: 30_000 });
     if (r.status !== 0) throw new Error(`preflight: ${w.name} lists no tools: ${r.stderr}`);
   }
