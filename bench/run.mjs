@@ -228,6 +228,29 @@ function preflight(workers, at) {
   console.error('preflight: every server lists its tools; deploy paused twice and finished through the CLI');
 }
 
+/**
+ * Cost per paused call in what Cloudflare bills (Durable Object requests,
+ * rows written, alarms armed), counted by TestServer, which routes and
+ * applies effects as the Worker does; the numbers are pinned by
+ * tests/fixtures-worker/tests/server/cost.rs.
+ */
+function printCost() {
+  const r = spawnSync('cargo', ['test', '-q', '-p', 'fixtures-worker', '--test', 'server', 'cost', '--', '--nocapture', '--test-threads=1'],
+    { cwd: ROOT, encoding: 'utf8', timeout: 10 * 60_000 });
+  // `-q` prints a dot per test, which may land before a line.
+  const lines = `${r.stdout}`.split('\n').filter((l) => l.includes('cost | ')).map((l) => l.slice(l.indexOf('cost | ') + 7));
+  if (r.status !== 0 || !lines.length) {
+    console.log('\ncost per paused call: not counted (cargo test failed)');
+    return;
+  }
+  console.log('\ncost per paused call (TestServer counts; what Cloudflare bills)\n');
+  console.log('| call | DO requests | rows written | alarms armed |\n|---|---|---|---|');
+  for (const l of lines) {
+    const m = l.match(/^(.*) \| (\d+) object requests \| (\d+) rows written \| (\d+) alarms armed$/);
+    if (m) console.log(`| ${m[1]} | ${m[2]} | ${m[3]} | ${m[4]} |`);
+  }
+}
+
 async function main() {
   mkdirSync(OUT, { recursive: true });
   const workers = WORKERS.map((w) => ({ ...w }));
@@ -331,6 +354,7 @@ async function main() {
   console.log(`  MRTR round trip vs agents:      ${ratio('durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)')}`);
   console.log(`  session call vs McpAgent:       ${ratio('durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)')}`);
   for (const [n, s] of Object.entries(sizes)) console.log(`  wasm ${n}: ${(s.raw / 1024).toFixed(0)} KiB raw, ${(s.gzip / 1024).toFixed(0)} KiB gzip`);
+  printCost();
   if (statSync(OUT)) console.error(`\nresults: ${relative(ROOT, join(OUT, 'results.json'))}`);
 }
 
