@@ -50,6 +50,7 @@ mod transport;
 use serde_json::{json, Value};
 
 pub use chain::{next_tool, ChainError, Step, MAX_CHAIN};
+pub use modern::Started;
 
 /// The 2026-07-28 protocol version.
 pub const MODERN: &str = "2026-07-28";

@@ -13,6 +13,25 @@ use crate::{Client, Error, Result, MODERN, TASKS};
 /// How many rounds one call may take before the client gives up.
 const MAX_ROUNDS: usize = 64;
 
+/// How a call started with [`Client::start_tool`] was answered.
+#[derive(Debug, Clone)]
+pub enum Started {
+    /// Its result (the call did not become a task).
+    Done(Value),
+    /// A task: the `CreateTaskResult` (its `taskId`, status, poll interval).
+    Task(Value),
+}
+
+impl Started {
+    /// The task id, for a task.
+    pub fn task_id(&self) -> Option<&str> {
+        match self {
+            Started::Task(t) => t["taskId"].as_str(),
+            Started::Done(_) => None,
+        }
+    }
+}
+
 impl Client {
     /// The capabilities this client declares on a request.
     fn capabilities(&self) -> Value {
@@ -73,6 +92,17 @@ impl Client {
 
     /// A `tools/call` on this wire, to its end.
     pub(crate) fn modern_call(&mut self, name: &str, arguments: Value) -> Result<Value> {
+        match self.start_tool(name, arguments)? {
+            Started::Done(result) => Ok(result),
+            Started::Task(created) => self.run_task(&created),
+        }
+    }
+
+    /// Calls `name` on the 2026-07-28 wire through its MRTR rounds, but does
+    /// not wait for a task: a call the server answers with a task returns
+    /// [`Started::Task`], to [`Client::wait_task`] for or
+    /// [`Client::cancel_task`].
+    pub fn start_tool(&mut self, name: &str, arguments: Value) -> Result<Started> {
         let mut extra = Map::new();
         for _ in 0..MAX_ROUNDS {
             let mut params = json!({"name": name, "arguments": arguments});
@@ -89,13 +119,20 @@ impl Client {
                         extra.insert("requestState".into(), state.clone());
                     }
                 }
-                Some("task") => return self.run_task(&result),
-                _ => return Ok(result),
+                Some("task") => return Ok(Started::Task(result)),
+                _ => return Ok(Started::Done(result)),
             }
         }
         Err(Error::Protocol(format!(
             "{name} asked for input more than {MAX_ROUNDS} times"
         )))
+    }
+
+    /// Polls task `id` to its end, answering what it asks with
+    /// `tasks/update`; returns its result.
+    pub fn wait_task(&mut self, id: &str) -> Result<Value> {
+        let task = self.modern_request("tasks/get", json!({ "taskId": id }), Some(id))?;
+        self.run_task(&task)
     }
 
     /// Polls a task to its end, answering what it asks with `tasks/update`;

@@ -146,6 +146,16 @@ fn tasks_are_polled_to_their_end_and_their_questions_answered() {
         Err(Error::Rpc { code, .. }) => assert_eq!(code, -32603),
         other => panic!("expected the task's error, got {other:?}"),
     }
+    // A task started, then cancelled, ends cancelled.
+    let started = c
+        .start_tool("slow_compute", json!({"seconds": 60, "label": "c"}))
+        .expect("start");
+    let id = started.task_id().expect("a task").to_string();
+    c.cancel_task(&id).expect("cancel");
+    match c.wait_task(&id) {
+        Err(Error::Task(why)) => assert!(why.contains("cancelled"), "{why}"),
+        other => panic!("expected a cancelled task, got {other:?}"),
+    }
     // Without the extension a task-only tool is refused.
     let (c2, _) = client(Wire::Modern);
     let mut c2 = c2.with_tasks(false);
