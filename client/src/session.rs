@@ -66,26 +66,15 @@ impl Client {
         self.ensure_session()?;
         let id = json!(self.id());
         let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut req = self
-            .agent
-            .post(&self.url)
-            .set("content-type", "application/json")
-            .set("accept", "application/json, text/event-stream");
-        for (k, v) in self.session_headers() {
-            req = req.set(k, &v);
+        let mut resp = self.send(&self.session_headers(), &body)?;
+        if resp.status() >= 400 {
+            let reply = read_reply(resp)?;
+            return Err(reply
+                .messages
+                .iter()
+                .find_map(rpc_error)
+                .unwrap_or_else(|| Error::Protocol(format!("{method} failed"))));
         }
-        let mut resp = match req.send_string(&body.to_string()) {
-            Ok(r) => r,
-            Err(ureq::Error::Status(_, r)) => {
-                let reply = read_reply(r)?;
-                return Err(reply
-                    .messages
-                    .iter()
-                    .find_map(rpc_error)
-                    .unwrap_or_else(|| Error::Protocol(format!("{method} failed"))));
-            }
-            Err(e) => return Err(Error::Transport(e.to_string())),
-        };
         let mut last_event_id: Option<String> = None;
         for _ in 0..MAX_RESUMES {
             if resp.content_type() != "text/event-stream" {
@@ -119,18 +108,8 @@ impl Client {
             if let (true, Some(token)) = (self.resumable, self.resume_token.take()) {
                 let again = json!({"jsonrpc": "2.0", "id": id, "method": "requests/resume",
                                    "params": {"resumeToken": token}});
-                let mut post = self
-                    .agent
-                    .post(&self.url)
-                    .set("content-type", "application/json")
-                    .set("accept", "application/json, text/event-stream");
-                for (k, v) in self.session_headers() {
-                    post = post.set(k, &v);
-                }
                 self.resume_token = Some(token);
-                resp = post
-                    .send_string(&again.to_string())
-                    .map_err(|e| Error::Transport(e.to_string()))?;
+                resp = self.send(&self.session_headers(), &again)?;
                 continue;
             }
             let Some(last) = &last_event_id else {

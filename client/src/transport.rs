@@ -43,8 +43,10 @@ pub(crate) fn rpc_error(message: &Value) -> Option<Error> {
 }
 
 impl Client {
-    /// POSTs `body` with `headers`; reads the whole reply.
-    pub(crate) fn post(&self, headers: &[(&str, String)], body: &Value) -> Result<Reply> {
+    /// POSTs `body` with `headers` (plus the JSON content type and the
+    /// Accept every MCP POST carries). An HTTP error status comes back as
+    /// its response: its body holds the server's JSON-RPC error.
+    pub(crate) fn send(&self, headers: &[(&str, String)], body: &Value) -> Result<ureq::Response> {
         let mut req = self
             .agent
             .post(&self.url)
@@ -53,22 +55,28 @@ impl Client {
         for (k, v) in headers {
             req = req.set(k, v);
         }
-        let resp = match req.send_string(&body.to_string()) {
-            Ok(r) => r,
-            // An HTTP error status with a JSON-RPC error body is the
-            // server's answer; anything else is a transport failure.
-            Err(ureq::Error::Status(code, r)) => {
-                let text = r.into_string().unwrap_or_default();
-                return match serde_json::from_str::<Value>(&text) {
-                    Ok(v) if v.get("error").is_some() => Ok(Reply {
-                        session: None,
-                        messages: vec![v],
-                    }),
-                    _ => Err(Error::Transport(format!("HTTP {code}: {text}"))),
-                };
-            }
-            Err(e) => return Err(Error::Transport(e.to_string())),
-        };
+        match req.send_string(&body.to_string()) {
+            Ok(r) | Err(ureq::Error::Status(_, r)) => Ok(r),
+            Err(e) => Err(Error::Transport(e.to_string())),
+        }
+    }
+
+    /// POSTs `body` with `headers`; reads the whole reply.
+    pub(crate) fn post(&self, headers: &[(&str, String)], body: &Value) -> Result<Reply> {
+        let resp = self.send(headers, body)?;
+        if resp.status() >= 400 {
+            // A JSON-RPC error body is the server's answer; anything else
+            // is a transport failure.
+            let code = resp.status();
+            let text = resp.into_string().unwrap_or_default();
+            return match serde_json::from_str::<Value>(&text) {
+                Ok(v) if v.get("error").is_some() => Ok(Reply {
+                    session: None,
+                    messages: vec![v],
+                }),
+                _ => Err(Error::Transport(format!("HTTP {code}: {text}"))),
+            };
+        }
         read_reply(resp)
     }
 }

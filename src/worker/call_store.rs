@@ -61,24 +61,17 @@ impl SqliteStore {
 
 impl CallStore for SqliteStore {
     fn load(&self) -> std::result::Result<Option<StoredCall>, McpError> {
-        // A fresh object has no table: that is "no call", and the first
-        // save creates it (one statement fewer per request than creating
-        // it up front, and reads never write).
-        let rows: Vec<Row> = match self
-            .sql
-            .exec(
-                "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_call WHERE id = 1",
-                None,
-            )
-            .and_then(|c| c.to_array())
-        {
-            Ok(rows) => {
-                self.ensured.set(true);
-                rows
-            }
-            Err(e) if e.to_string().contains("no such table") => return Ok(None),
-            Err(e) => return Err(storage_error(e)),
+        // No table yet is no call; the first save creates it.
+        let Some(rows) = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_call WHERE id = 1",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        else {
+            return Ok(None);
         };
+        self.ensured.set(true);
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };

@@ -10,12 +10,14 @@
 //! - `mod.rs`: the fetch entry and the server built once per isolate.
 //! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`].
 //! - `object.rs`: the Durable Object: stores, open streams, applying effects.
-//! - `call_store.rs`, `session_store.rs`: SQLite storage.
+//! - `call_store.rs`, `session_store.rs`, `task_store.rs`: SQLite storage;
+//!   `sql.rs`: what they share (a missing table reads as empty).
 
 mod call_store;
 mod convert;
 mod object;
 mod session_store;
+mod sql;
 mod task_store;
 
 use std::cell::RefCell;

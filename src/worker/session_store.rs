@@ -58,17 +58,9 @@ impl SqliteSessionStore {
         if self.made.get() == Some(false) {
             return Ok(Vec::new());
         }
-        match self.sql.exec(query, bind).and_then(|c| c.to_array()) {
-            Ok(rows) => {
-                self.made.set(Some(true));
-                Ok(rows)
-            }
-            Err(e) if e.to_string().contains("no such table") => {
-                self.made.set(Some(false));
-                Ok(Vec::new())
-            }
-            Err(e) => Err(err(e)),
-        }
+        let rows = super::sql::rows(&self.sql, query, bind).map_err(err)?;
+        self.made.set(Some(rows.is_some()));
+        Ok(rows.unwrap_or_default())
     }
 
     /// Makes the tables before the first write.

@@ -18,12 +18,6 @@ struct Row {
     record: String,
 }
 
-#[derive(Deserialize)]
-struct Name {
-    #[allow(dead_code)]
-    name: String,
-}
-
 fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("task storage failed: {e}"))
 }
@@ -32,30 +26,17 @@ impl SqliteTaskStore {
     pub(crate) fn new(sql: SqlStorage) -> Self {
         Self { sql }
     }
-
-    fn exists(&self) -> Result<bool, McpError> {
-        let rows: Vec<Name> = self
-            .sql
-            .exec(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durable_task'",
-                None,
-            )
-            .and_then(|c| c.to_array())
-            .map_err(storage_error)?;
-        Ok(!rows.is_empty())
-    }
 }
 
 impl TaskStore for SqliteTaskStore {
     fn load(&self) -> Result<Option<TaskRecord>, McpError> {
-        if !self.exists()? {
-            return Ok(None);
-        }
-        let rows: Vec<Row> = self
-            .sql
-            .exec("SELECT record FROM durable_task WHERE id = 1", None)
-            .and_then(|c| c.to_array())
-            .map_err(storage_error)?;
+        let rows = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT record FROM durable_task WHERE id = 1",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
         rows.into_iter()
             .next()
             .map(|r| serde_json::from_str(&r.record).map_err(storage_error))

@@ -1,0 +1,21 @@
+//! What the three stores share about Durable Object SQLite: an object
+//! makes its tables on its first write, so a read of an object that never
+//! wrote (a fresh call, a task id nobody created, any object's alarm asking
+//! what it holds) finds no table — that reads as "nothing", with no schema
+//! query first.
+
+use serde::de::DeserializeOwned;
+use worker::{SqlStorage, SqlStorageValue};
+
+/// The rows of `query`, or `None` when its table does not exist (yet).
+pub(crate) fn rows<T: DeserializeOwned>(
+    sql: &SqlStorage,
+    query: &str,
+    bind: Vec<SqlStorageValue>,
+) -> worker::Result<Option<Vec<T>>> {
+    match sql.exec(query, bind).and_then(|c| c.to_array()) {
+        Ok(rows) => Ok(Some(rows)),
+        Err(e) if e.to_string().contains("no such table") => Ok(None),
+        Err(e) => Err(e),
+    }
+}
