@@ -13,7 +13,7 @@
 //! - [`schema`]: JSON Schemas derived from types; the flat-form check.
 //! - [`token`]: sealed state tokens.
 //! - [`store`]: storage of durable calls (a sync trait + in-memory).
-//! - [`task`]: the tasks extension: a call that goes on in its own Durable Object.
+//! - [`task`] (in [`server`]): the tasks extension: a call that goes on in its own Durable Object.
 //! - [`testing`]: a test server that routes and applies effects like the Worker.
 //! - `worker` (wasm32, feature `worker`): the Cloudflare glue behind [`entry!`].
 
@@ -30,9 +30,11 @@ pub mod schema;
 pub mod server;
 pub mod session;
 pub mod store;
-pub mod task;
 pub mod testing;
 pub mod token;
+
+/// The tasks extension (a part of the [`server`]; also here for short paths).
+pub use server::task;
 
 #[cfg(all(feature = "worker", target_arch = "wasm32"))]
 #[doc(hidden)]

@@ -31,10 +31,10 @@ use crate::engine::block_on;
 use crate::host::{self, Route, Stores};
 use crate::http::{encode_header_value, AllowList, Body, HttpRequest};
 use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
+use crate::server::task::MemoryTaskStore;
 use crate::server::{Config, Env, Server};
 use crate::session::MemorySessionStore;
 use crate::store::MemoryStore;
-use crate::task::MemoryTaskStore;
 use crate::token::KeyRing;
 
 /// One in-memory Durable Object.

@@ -13,10 +13,10 @@ use super::route::{
 use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
+use crate::server::task::{TaskHost, TaskStore};
 use crate::server::{error_response, Durable, Env, Place, Server};
 use crate::session::SessionStore;
 use crate::store::CallStore;
-use crate::task::{TaskHost, TaskStore};
 
 /// An object's storage, as the kinds of stateful instance see it. All are
 /// views of the same object storage; none writes until it must, so an
@@ -81,7 +81,7 @@ pub async fn alarm(
             task_id: task.task_id,
             store: stores.task,
         };
-        return crate::task::alarm(server, &host, now_ms).await;
+        return crate::server::task::alarm(server, &host, now_ms).await;
     }
     if stores.session.meta()?.is_some() {
         return Ok(vec![crate::session::on_alarm(

@@ -239,9 +239,9 @@ fn task_object(
 ) -> Option<(String, Vec<(&'static str, String)>)> {
     let params = &msg["params"];
     let id = match msg["method"].as_str()? {
-        m if crate::task::is_task_method(m) => {
+        m if crate::server::task::is_task_method(m) => {
             let id = params["taskId"].as_str()?;
-            crate::task::is_task_id(id).then(|| id.to_string())?
+            crate::server::task::is_task_id(id).then(|| id.to_string())?
         }
         "tools/call" => {
             let tool = server.registry.find_tool(params["name"].as_str()?)?;

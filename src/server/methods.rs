@@ -26,7 +26,7 @@ pub(super) async fn dispatch(
             let (target, args) = call_target(server, m, p)?;
             if let Target::Tool(tool) = target {
                 if tool.task.is_some() {
-                    return crate::task::call(server, tool, args, request, meta, ctx).await;
+                    return super::task::call(server, tool, args, request, meta, ctx).await;
                 }
             }
             let mut reply = mrtr::call(server, target, args, request, meta, ctx).await?;
@@ -40,8 +40,8 @@ pub(super) async fn dispatch(
             MethodReply::plain(saga::handle(server, request, caps, ctx).await?)
         }
         "subscriptions/listen" => listen(request, meta, ctx)?,
-        m if crate::task::is_task_method(m) => {
-            crate::task::handle_method(server, request, meta, ctx)?
+        m if super::task::is_task_method(m) => {
+            super::task::handle_method(server, request, meta, ctx)?
         }
         m if is_removed(m) => {
             return Err(McpError::new(
@@ -260,7 +260,7 @@ fn listen(request: &Request, meta: &RequestMeta, ctx: &Ctx<'_>) -> Result<Method
         Some(Value::Array(ids)) => ids
             .iter()
             .filter_map(Value::as_str)
-            .filter(|id| crate::task::is_task_id(id))
+            .filter(|id| super::task::is_task_id(id))
             .map(str::to_string)
             .collect(),
         Some(_) => {
@@ -270,7 +270,7 @@ fn listen(request: &Request, meta: &RequestMeta, ctx: &Ctx<'_>) -> Result<Method
         }
     };
     if wanted.contains_key("taskIds") && !ClientCaps::from_json(Some(&meta.capabilities)).tasks {
-        return Err(crate::task::extension_required(
+        return Err(super::task::extension_required(
             "Listening for task notifications",
         ));
     }

@@ -14,6 +14,8 @@
 //! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
 //! - `call.rs`: one round of a call on any wire; durable mode.
 //! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
+//! - `task/`: the tasks extension, on top of `call.rs` and `mrtr.rs`;
+//!   `methods.rs` hands it task calls and `tasks/*`.
 
 mod call;
 mod config;
@@ -23,6 +25,7 @@ mod mrtr;
 mod request;
 mod saga;
 mod streamless;
+pub mod task;
 
 pub(crate) use call::{run_round, run_target, state_param, RoundInput, RoundOutcome, Target};
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
@@ -39,7 +42,7 @@ use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
 use crate::protocol::{parse_message, parse_value, result_response, versions, Message};
-use crate::task::TaskHost;
+use task::TaskHost;
 
 /// What the outside world supplies for one request.
 #[derive(Debug, Clone, Default)]
@@ -56,8 +59,6 @@ pub struct Server {
     pub config: Config,
     /// Tools, resources, prompts.
     pub registry: Registry,
-    /// [`crate::host::wanted_headers`], computed once for the Worker.
-    wanted: std::cell::OnceCell<Vec<String>>,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -94,19 +95,7 @@ pub fn new_call_id(env: &Env) -> String {
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
-        Self {
-            config,
-            registry,
-            wanted: std::cell::OnceCell::new(),
-        }
-    }
-
-    /// The request headers this server reads ([`crate::host::wanted_headers`]),
-    /// computed on first use: a host that builds the server once copies
-    /// only these out of each request.
-    pub fn wanted_headers(&self) -> &[String] {
-        self.wanted
-            .get_or_init(|| crate::host::wanted_headers(self))
+        Self { config, registry }
     }
 
     /// Handles one HTTP request outside any Durable Object (a test, or a

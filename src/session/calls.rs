@@ -28,7 +28,7 @@ pub(super) async fn start(
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
     if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &r.params)? {
         if t.task_support() == Some(crate::app::TaskSupport::Required) {
-            return Err(crate::task::extension_required(&format!(
+            return Err(crate::server::task::extension_required(&format!(
                 "The tool {:?}",
                 t.name()
             )));

@@ -43,11 +43,18 @@ thread_local! {
     /// The server of this isolate: built on the first request, then shared
     /// by every request and object in it (vars and secrets do not change
     /// within an isolate; a deploy starts new isolates).
-    static SERVER: RefCell<Option<Rc<Server>>> = const { RefCell::new(None) };
+    static SERVER: RefCell<Option<Rc<Isolate>>> = const { RefCell::new(None) };
+}
+
+/// What an isolate builds once: the server, and the request headers it
+/// reads ([`host::wanted_headers`]), the only ones copied out of a request.
+pub(crate) struct Isolate {
+    pub(crate) server: Server,
+    pub(crate) wanted: Vec<String>,
 }
 
 /// The isolate's server, built on first use.
-pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Server>, McpError> {
+pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>, McpError> {
     if let Some(s) = SERVER.with(|s| s.borrow().clone()) {
         return Ok(s);
     }
@@ -58,24 +65,26 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Server>,
         .map_err(|e| McpError::internal(format!("server misconfigured: {e}")))?;
     let registry = build(&bindings)
         .map_err(|e| McpError::internal(format!("the entry function failed: {e}")))?;
-    let server = Rc::new(Server::new(config, registry));
-    SERVER.with(|s| *s.borrow_mut() = Some(server.clone()));
-    Ok(server)
+    let server = Server::new(config, registry);
+    let wanted = host::wanted_headers(&server);
+    let isolate = Rc::new(Isolate { server, wanted });
+    SERVER.with(|s| *s.borrow_mut() = Some(isolate.clone()));
+    Ok(isolate)
 }
 
 /// The Worker's `fetch` event. It takes and returns the runtime's own
 /// request and response (no `worker::Request` wrapper, which reads `cf`,
 /// the URL and the headers whether they are needed or not).
 pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_sys::Response> {
-    let server = match server(&env, build) {
+    let isolate = match server(&env, build) {
         Ok(s) => s,
         Err(e) => {
             worker::console_error!("{}", e.message);
             return to_web_response(error_response(&e, None));
         }
     };
-    let wanted = server.wanted_headers();
-    let http = match to_http_request(&req, server.config.max_body_bytes, wanted).await {
+    let server = &isolate.server;
+    let http = match to_http_request(&req, server.config.max_body_bytes, &isolate.wanted).await {
         Ok(r) => r,
         Err(e) => {
             let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
@@ -83,11 +92,11 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
         }
     };
     let now = request_env();
-    match host::route(&server, &http, &now) {
+    match host::route(server, &http, &now) {
         Route::Local(local) => {
-            let reply = host::serve_local(&server, &http, &now, local).await;
+            let reply = host::serve_local(server, &http, &now, local).await;
             // The only effect a stateless request has: list changes.
-            broadcast(&server, &env, &reply.effects).await;
+            broadcast(server, &env, &reply.effects).await;
             to_web_response(reply.response)
         }
         Route::Object { name, request } => forward(&env, &name, &request)

@@ -49,40 +49,42 @@ impl Object {
 
     /// A request the Worker forwarded here.
     pub async fn fetch(&self, req: Request) -> Result<Response> {
-        let server = match server(&self.env, self.build) {
+        let isolate = match server(&self.env, self.build) {
             Ok(s) => s,
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
-        let wanted = server.wanted_headers();
-        let http = to_http_request(req.inner(), server.config.max_body_bytes, wanted).await?;
+        let server = &isolate.server;
+        let http =
+            to_http_request(req.inner(), server.config.max_body_bytes, &isolate.wanted).await?;
         let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
         };
-        let reply = host::handle_in_object(&server, &http, &request_env(), &stores).await;
-        self.apply(&server, reply).await
+        let reply = host::handle_in_object(server, &http, &request_env(), &stores).await;
+        self.apply(server, reply).await
     }
 
     /// The object's alarm.
     pub async fn alarm(&self) -> Result<Response> {
-        let server =
+        let isolate =
             server(&self.env, self.build).map_err(|e| worker::Error::RustError(e.message))?;
+        let server = &isolate.server;
         let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
         };
-        let effects = host::alarm(&server, &stores, request_env().now_ms)
+        let effects = host::alarm(server, &stores, request_env().now_ms)
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
         let reply = Reply {
             response: crate::http::HttpResponse::empty(204),
             effects,
         };
-        self.apply(&server, reply).await
+        self.apply(server, reply).await
     }
 
     /// The object's SQLite as a durable call's, a session's and a task's

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::error::McpError;
-use crate::task::{TaskRecord, TaskStore};
+use crate::server::task::{TaskRecord, TaskStore};
 
 /// A [`TaskStore`] over the object's SQLite database. Reading never
 /// creates the table: every object's alarm asks whether it holds a task,
