@@ -26,7 +26,10 @@ fn modules(root: &Path) -> BTreeMap<Module, String> {
             if path.extension().and_then(|e| e.to_str()) != Some("rs") {
                 continue;
             }
-            let rel = path.strip_prefix(root).expect("under the root").with_extension("");
+            let rel = path
+                .strip_prefix(root)
+                .expect("under the root")
+                .with_extension("");
             let mut module: Module = rel
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
@@ -270,18 +273,21 @@ fn the_checker_finds_a_planted_cycle() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(dir.join("a")).expect("the planted crate");
     std::fs::write(dir.join("lib.rs"), "mod a;\nmod b;\n").expect("the planted crate");
-    std::fs::write(dir.join("a/mod.rs"), "mod x;\nmod y;\npub use x::Thing;\n").expect("the planted crate");
+    std::fs::write(dir.join("a/mod.rs"), "mod x;\nmod y;\npub use x::Thing;\n")
+        .expect("the planted crate");
     std::fs::write(
         dir.join("a/x.rs"),
         "use super::y::Other;\npub struct Thing;\n",
     )
     .expect("the planted crate");
     std::fs::write(dir.join("a/y.rs"), "pub struct Other;\n").expect("the planted crate");
-    std::fs::write(dir.join("b.rs"), "use crate::a::Thing; // crate::b\n").expect("the planted crate");
+    std::fs::write(dir.join("b.rs"), "use crate::a::Thing; // crate::b\n")
+        .expect("the planted crate");
     let edges = graph(&dir);
     assert_eq!(find_cycle(&edges), None, "{edges:?}");
     // `a::y` naming `b` closes a::y → b → a::x → a::y.
-    std::fs::write(dir.join("a/y.rs"), "use crate::b::*;\npub struct Other;\n").expect("the planted crate");
+    std::fs::write(dir.join("a/y.rs"), "use crate::b::*;\npub struct Other;\n")
+        .expect("the planted crate");
     let edges = graph(&dir);
     let cycle = find_cycle(&edges).expect("a cycle");
     std::fs::remove_dir_all(&dir).expect("the planted crate");

@@ -20,7 +20,7 @@ pub(super) async fn start(
     _req: &HttpRequest,
     env: &Env,
     store: &dyn SessionStore,
-    meta: &mut SessionMeta,
+    meta: &SessionMeta,
     r: &Request,
 ) -> Result<Reply, McpError> {
     let params = Value::Object(r.params.clone());
@@ -34,16 +34,15 @@ pub(super) async fn start(
             )));
         }
     }
-    let stream = format!("c{}", meta.next_stream);
-    meta.next_stream += 1;
-    store.put_meta(meta)?;
-
     let resumable = meta
         .client_capabilities
         .get("resumableRequests")
         .is_some_and(|v| !v.is_null());
+    // No stream yet: a call that answers at once with nothing else to say
+    // never needs one, and then this request writes nothing at all.
     let mut call = SessionCall {
-        stream: stream.clone(),
+        stream: String::new(),
+        call_id: call_id(env),
         request_id: r.id.clone(),
         method: r.method.clone(),
         params,
@@ -63,7 +62,7 @@ pub(super) async fn start(
                    "maxWait": server.config.resume_max_wait_ms / 1000}),
         ));
     }
-    messages.extend(advance(server, meta, &mut call).await);
+    messages.extend(advance(server, store, env, meta, &mut call).await);
 
     // A call that finished at once with nothing else to say is a plain JSON
     // response; there is nothing to resume.
@@ -71,6 +70,10 @@ pub(super) async fn start(
         let only = messages.remove(0);
         return Ok(Reply::new(HttpResponse::json(200, &only)));
     }
+    if call.stream.is_empty() {
+        call.stream = open_stream(store, env)?;
+    }
+    let stream = call.stream.clone();
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
     Ok(stream_reply(
@@ -80,6 +83,32 @@ pub(super) async fn start(
         events,
         call.state.is_final(),
     ))
+}
+
+/// A new stream for a call: `c<n>` from the session's counter, read and
+/// written with no await between, so two calls of the session running at
+/// once never share one (and `meta` loaded before the call's awaits may be
+/// stale: the stored one is read). The write also stores the last-seen time
+/// exactly.
+fn open_stream(store: &dyn SessionStore, env: &Env) -> Result<String, McpError> {
+    let mut meta = store.meta()?.ok_or_else(super::not_found)?;
+    let stream = format!("c{}", meta.next_stream);
+    meta.next_stream += 1;
+    meta.last_seen_ms = meta.last_seen_ms.max(env.now_ms);
+    store.put_meta(&meta)?;
+    Ok(stream)
+}
+
+/// A call's id for idempotency keys: derived one way from the request's
+/// randomness, which also makes the resume token, so a webhook that sees
+/// the key learns nothing of the token.
+fn call_id(env: &Env) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"durable-mcp session call id\0")
+        .chain_update(env.random)
+        .finalize();
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Takes a client's answer to one of our requests; when it completes the
@@ -119,7 +148,7 @@ pub(super) async fn answer(
         store.put_call(&call)?;
         return Ok(Vec::new());
     }
-    let messages = run_claimed(server, store, meta, &mut call, env.now_ms).await?;
+    let messages = run_claimed(server, store, env, meta, &mut call).await?;
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
     let close = call.state.is_final() || server.config.sse_polling;
@@ -143,13 +172,13 @@ pub(super) fn running_elsewhere(server: &Server, call: &SessionCall, now_ms: u64
 pub(super) async fn run_claimed(
     server: &Server,
     store: &dyn SessionStore,
+    env: &Env,
     meta: &SessionMeta,
     call: &mut SessionCall,
-    now_ms: u64,
 ) -> Result<Vec<Value>, McpError> {
-    call.claimed_at_ms = now_ms.max(1);
+    call.claimed_at_ms = env.now_ms.max(1);
     store.put_call(call)?;
-    let messages = advance(server, meta, call).await;
+    let messages = advance(server, store, env, meta, call).await;
     call.claimed_at_ms = 0;
     Ok(messages)
 }
@@ -177,12 +206,14 @@ pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec
 /// comes back (polling mode); with streams held open they pass at once.
 pub(super) async fn advance(
     server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
     meta: &SessionMeta,
     call: &mut SessionCall,
 ) -> Vec<Value> {
     let mut messages = Vec::new();
     loop {
-        messages.extend(advance_once(server, meta, call).await);
+        messages.extend(advance_once(server, store, env, meta, call).await);
         if server.config.sse_polling || !continue_after_checkpoints(call) {
             return messages;
         }
@@ -200,7 +231,13 @@ pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
     true
 }
 
-async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCall) -> Vec<Value> {
+async fn advance_once(
+    server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
+    meta: &SessionMeta,
+    call: &mut SessionCall,
+) -> Vec<Value> {
     call.state = CallState::Running;
     let empty = serde_json::Map::new();
     let params = call.params.as_object().unwrap_or(&empty);
@@ -213,7 +250,7 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
     let cx = Cx::new(call.journal.clone(), caps)
-        .with_call(format!("{}/{}", meta.id, call.stream), true)
+        .with_call(idempotency_base(meta, call), true)
         .with_progress_token(progress_token(&call.params))
         .with_log_level(meta.log_level.as_deref());
     let run = run_target(server, &target, cx, args).await;
@@ -242,6 +279,16 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
             mut journal,
         } => {
             journal.round = call.journal.round + 1;
+            // The requests' ids name the stream: the call needs one now.
+            if call.stream.is_empty() {
+                match open_stream(store, env) {
+                    Ok(stream) => call.stream = stream,
+                    Err(e) => {
+                        call.state = CallState::Failed;
+                        return vec![e.to_response(Some(&call.request_id))];
+                    }
+                }
+            }
             call.state = match requests
                 .values()
                 .find(|r| !r.is_internal())
@@ -272,6 +319,15 @@ async fn advance_once(server: &Server, meta: &SessionMeta, call: &mut SessionCal
         };
     }
     messages
+}
+
+/// What the call's idempotency keys start with.
+fn idempotency_base(meta: &SessionMeta, call: &SessionCall) -> String {
+    if call.call_id.is_empty() {
+        format!("{}/{}", meta.id, call.stream)
+    } else {
+        format!("{}/{}", meta.id, call.call_id)
+    }
 }
 
 /// The id of a request we send: `<stream>/<round>/<key>`, so an answer finds

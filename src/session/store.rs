@@ -73,8 +73,14 @@ impl CallState {
 /// One request of the session that runs through the engine (a call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionCall {
-    /// The SSE stream its messages go to (`c<n>`).
+    /// The SSE stream its messages go to (`c<n>`). A call gets one only
+    /// when it has more to say than its result (see `calls::start`).
     pub stream: String,
+    /// The call's id in idempotency keys: random, fixed when it starts.
+    /// Empty in rows stored before it existed; their key is
+    /// `<session>/<stream>`, as it was then.
+    #[serde(default)]
+    pub call_id: String,
     /// The client's JSON-RPC id.
     pub request_id: Value,
     /// `tools/call`, `prompts/get` or `resources/read`.

@@ -163,3 +163,41 @@ fn a_session_call_with_two_questions() {
         }
     );
 }
+
+#[test]
+fn a_session_call_that_answers_at_once_writes_nothing() {
+    use super::session::{initialize, post};
+    let mut h = Harness::new();
+    let sid = initialize(&mut h, json!({"elicitation": {}, "sampling": {}}));
+    let opened = h.cost();
+    let add = |id: u32| {
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+               "params": {"name": "add", "arguments": {"a": 1, "b": 2}}})
+    };
+    let r = post(&mut h, Some(&sid), add(1));
+    assert_eq!(
+        r.json["result"]["structuredContent"]["sum"], 3.0,
+        "{}",
+        r.json
+    );
+    let total = h.cost();
+    let call = Cost {
+        object_requests: total.object_requests - opened.object_requests,
+        rows_written: total.rows_written - opened.rows_written,
+        alarms_armed: total.alarms_armed - opened.alarms_armed,
+    };
+    report("session: a call that answers at once", call);
+    // One request to the session's object; no stream, no call row, nothing
+    // logged: the answer is the plain JSON response.
+    assert_eq!(
+        call,
+        Cost {
+            object_requests: 1,
+            rows_written: 0,
+            alarms_armed: 0
+        }
+    );
+    // The next call that needs a stream still gets the first one.
+    let r = post(&mut h, Some(&sid), super::session::deploy_call());
+    assert_eq!(r.events[0]["id"], "c1/1/target", "{:?}", r.events);
+}
