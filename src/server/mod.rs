@@ -89,7 +89,7 @@ pub(crate) enum Place<'a> {
 
 /// A fresh call id from the request's randomness.
 pub fn new_call_id(env: &Env) -> String {
-    env.random.iter().map(|b| format!("{b:02x}")).collect()
+    crate::engine::hex(&env.random)
 }
 
 impl Server {

@@ -34,10 +34,7 @@ pub(super) async fn start(
             )));
         }
     }
-    let resumable = meta
-        .client_capabilities
-        .get("resumableRequests")
-        .is_some_and(|v| !v.is_null());
+    let resumable = super::resumable(meta);
     // No stream yet: a call that answers at once with nothing else to say
     // never needs one, and then this request writes nothing at all.
     let mut call = SessionCall {
@@ -108,7 +105,7 @@ fn call_id(env: &Env) -> String {
         .chain_update(b"durable-mcp session call id\0")
         .chain_update(env.random)
         .finalize();
-    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::engine::hex(&digest[..16])
 }
 
 /// Takes a client's answer to one of our requests; when it completes the

@@ -48,11 +48,21 @@ pub(crate) async fn handle(
     session_id: &str,
     new: bool,
 ) -> Reply {
-    let reply = match handle_inner(server, req, env, store, session_id, new).await {
+    let meta = match store.meta() {
+        Ok(m) => m,
+        Err(e) => return Reply::new(error_response(&e, None)),
+    };
+    // A session without resumable calls must wake by its idle deadline,
+    // which only moves later; once an alarm is armed (it fires no later
+    // than that) there is nothing to re-arm, and nothing to read again.
+    let armed = meta
+        .as_ref()
+        .is_some_and(|m| m.alarm_at_ms.is_some() && !resumable(m));
+    let reply = match handle_inner(server, req, env, store, meta, session_id, new).await {
         Ok(r) => r,
         Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
     };
-    if reply.effects.contains(&Effect::DeleteStorage) {
+    if armed || reply.effects.contains(&Effect::DeleteStorage) {
         return reply;
     }
     match resume::arm(server, store) {
@@ -76,10 +86,10 @@ async fn handle_inner(
     req: &HttpRequest,
     env: &Env,
     store: &dyn SessionStore,
+    meta: Option<SessionMeta>,
     session_id: &str,
     new: bool,
 ) -> Result<Reply, Rejection> {
-    let meta = store.meta().map_err(|e| (e, None))?;
     if new {
         return initialize(server, req, env, store, session_id).map_err(|e| (e, None));
     }
@@ -297,6 +307,14 @@ fn progress_token(params: &Value) -> Option<Value> {
         .get("_meta")
         .and_then(|m| m.get("progressToken"))
         .cloned()
+}
+
+/// Whether the client declared resumable requests: its calls get a resume
+/// token and a `maxWait` (fixed at `initialize`, like every capability).
+fn resumable(meta: &SessionMeta) -> bool {
+    meta.client_capabilities
+        .get("resumableRequests")
+        .is_some_and(|v| !v.is_null())
 }
 
 /// The client's capabilities as an object (for `ClientCaps::from_json`).

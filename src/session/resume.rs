@@ -134,6 +134,11 @@ fn next_wake(
     meta: &SessionMeta,
 ) -> Result<u64, McpError> {
     let mut wake = super::idle_deadline(server, meta);
+    // Only calls of a session that declared resumable requests have a
+    // `maxWait`: the others' wake is the idle TTL, without reading a call.
+    if !super::resumable(meta) {
+        return Ok(wake);
+    }
     for c in store.calls()? {
         if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
             wake = wake.min(c.last_contact_ms.saturating_add(max));
