@@ -5,7 +5,7 @@
 // functions with the most self time (wasm functions by their Rust names).
 //
 //   node bench/profile.mjs quickstart add            # stateless tools/call
-//   node bench/profile.mjs ceiling rpc
+//   node bench/profile.mjs ceiling rpc|do
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
@@ -59,6 +59,11 @@ const SCENARIOS = {
   rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
   mrtr: roundTrip('test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } }),
   durable: roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } }),
+  // The ceiling's Durable Object round trip: a fresh object, then the same one again.
+  do: [
+    { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do/${ctx.n}`, body: '{"round":1}' }; } },
+    { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do/${ctx.n}`, body: '{"round":2}' }) },
+  ],
 };
 
 async function main() {

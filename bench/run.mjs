@@ -272,6 +272,12 @@ async function main() {
       { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do/${ctx.n}`, body: '{"round":1}' }; } },
       { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do/${ctx.n}`, body: '{"round":2}' }) },
     ], 2],
+    // Floors: the ceilings plus what the targets leave out (see bench/ceiling).
+    ['ceiling: parse + the 2026-07-28 header checks', at('ceiling'), [{ ...modernReq('add', { a: 1, b: 2 }), path: '/rpc-mcp' }], 1],
+    ['ceiling: DO round trip + the cleanup alarm', at('ceiling'), [
+      { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":1}' }; } },
+      { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":2}' }) },
+    ], 2],
     ['durable-mcp: stateless tools/call (add)', at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
     ['durable-mcp quickstart: stateless tools/call (add)', at('quickstart'), [modernReq('add', { a: 1, b: 2 })], 1],
     ['durable-mcp: MRTR round trip', at('fixtures'), roundTrip('test_input_required_result_elicitation', {},
@@ -347,7 +353,11 @@ async function main() {
   }
   console.log('\nratios:');
   console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
-  console.log(`  MRTR round trip vs ceiling:     ${ratio('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result')} (per round trip of 2 requests vs 1 request)`);
+  const perRequest = (a, b, n) => (get(a) && get(b) ? `${((n * get(a)) / get(b)).toFixed(2)}×` : 'n/a');
+  console.log(`  MRTR round trip vs ceiling:     ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result', 2)} (per request: 2 × round trips / ceiling requests)`);
+  console.log(`  stateless call vs the 2026-07-28 floor: ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + the 2026-07-28 header checks')}`);
+  console.log(`  MRTR vs the 2026-07-28 floor:   ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + the 2026-07-28 header checks', 2)} (per request)`);
+  console.log(`  durable round trip vs DO + alarm: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip + the cleanup alarm')}`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   console.log(`  stateless call vs agents echo:  ${ratio('durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)')}`);

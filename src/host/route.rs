@@ -130,7 +130,9 @@ pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: L
 /// unknown tool, an HTTP method no object serves) stays local, where it gets
 /// its proper error.
 pub fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
-    let body = if req.method == "POST" {
+    // A session's requests are routed by their header alone, and their body
+    // is read in the session's object (or, for a malformed id, never).
+    let body = if req.method == "POST" && req.header(SESSION_HEADER).is_none() {
         serde_json::from_slice::<Value>(&req.body).ok()
     } else {
         None

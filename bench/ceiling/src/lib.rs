@@ -7,7 +7,16 @@
 //!   writes one SQLite row and answers — what a durable round must at
 //!   least do (the bench sends a fresh name, then the same name again).
 //!
-//! Nothing here is MCP; that is the point.
+//! Nothing there is MCP; that is the point. Two more routes measure what
+//! the targets leave out, to show where the rest of the gap goes:
+//!
+//! - `POST /rpc-mcp`: as `/rpc`, plus what the 2026-07-28 wire obliges
+//!   any server to check on a stateless call: the `MCP-Protocol-Version`,
+//!   `Mcp-Method` and `Mcp-Name` headers against the body (400 if they
+//!   differ). Still no tool, no schema, no validation of `_meta`.
+//! - `POST /do-alarm/<name>`: as `/do/<name>`, plus the alarm an object
+//!   that holds a paused call must arm on its first request, or its storage
+//!   would outlive an abandoned call (the alarm deletes it).
 
 #[cfg(target_arch = "wasm32")]
 mod glue {
@@ -21,14 +30,41 @@ mod glue {
     #[event(fetch)]
     async fn fetch(mut req: Request, env: Env, _ctx: Context) -> Result<Response> {
         let path = req.path();
-        if let Some(name) = path.strip_prefix("/do/") {
+        if let Some(name) = path
+            .strip_prefix("/do/")
+            .or_else(|| path.strip_prefix("/do-alarm/"))
+        {
             let stub = env
                 .durable_object("CEILING")?
                 .id_from_name(name)?
                 .get_stub()?;
             return stub.fetch_with_request(req).await;
         }
+        // Read before the body, as a server that checks them must.
+        let headers = req.headers();
+        let mirrored = if path == "/rpc-mcp" {
+            Some([
+                headers.get("mcp-protocol-version")?,
+                headers.get("mcp-method")?,
+                headers.get("mcp-name")?,
+            ])
+        } else {
+            None
+        };
         let body: Value = req.json().await.unwrap_or(Value::Null);
+        if let Some([version, method, name]) = mirrored {
+            let meta = &body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"];
+            let fits = version.as_deref() == meta.as_str()
+                && method.as_deref() == body["method"].as_str()
+                && name.as_deref() == body["params"]["name"].as_str();
+            if !fits {
+                return Ok(Response::from_json(&json!({
+                    "jsonrpc": "2.0", "id": body.get("id").cloned().unwrap_or(Value::Null),
+                    "error": {"code": -32020, "message": "header mismatch"},
+                }))?
+                .with_status(400));
+            }
+        }
         Response::from_json(&json!({
             "jsonrpc": "2.0",
             "id": body.get("id").cloned().unwrap_or(Value::Null),
@@ -54,13 +90,25 @@ mod glue {
                 "CREATE TABLE IF NOT EXISTS round (id INTEGER PRIMARY KEY, body TEXT)",
                 None,
             )?;
+            let first = body.contains("\"round\":1");
             sql.exec(
                 "INSERT OR REPLACE INTO round (id, body) VALUES (1, ?)",
                 vec![body.into()],
             )?;
+            if first && req.path().starts_with("/do-alarm/") {
+                self.state
+                    .storage()
+                    .set_alarm(std::time::Duration::from_secs(3600))
+                    .await?;
+            }
             Response::from_json(
                 &json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}),
             )
+        }
+
+        async fn alarm(&self) -> Result<Response> {
+            self.state.storage().delete_all().await?;
+            Response::empty()
         }
     }
 }
