@@ -24,7 +24,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use worker::worker_sys::web_sys;
-use worker::{Env, IntoResponse, Response, Result};
+use worker::{Env, Result};
 
 pub use object::Object;
 
@@ -99,20 +99,30 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
             broadcast(server, &env, &reply.effects).await;
             to_web_response(reply.response)
         }
-        Route::Object { name, request } => forward(&env, &name, &request)
-            .await?
-            .into_raw()
-            .map_err(|e| worker::Error::RustError(format!("{}", e.into()))),
+        Route::Object { name, request } => forward(&env, &name, &request).await,
     }
 }
 
-/// Sends a request to the object called `name`.
-pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<Response> {
-    let stub = env
+/// Sends a request to the object called `name` and returns its response
+/// as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
+/// wraps the response in a `worker::Response`, which the fetch entry then
+/// had to rebuild into a new runtime response.
+pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<web_sys::Response> {
+    use wasm_bindgen::JsCast;
+    let stub: js_sys::Object = env
         .durable_object(object::BINDING)?
         .id_from_name(name)?
-        .get_stub()?;
-    stub.fetch_with_request(to_object_request(req)?).await
+        .get_stub()?
+        .into_rpc();
+    let fetch: js_sys::Function = js_sys::Reflect::get(&stub, &"fetch".into())?
+        .dyn_into()
+        .map_err(|_| worker::Error::RustError("a stub without fetch".into()))?;
+    let request: wasm_bindgen::JsValue = to_object_request(req)?.into();
+    let promise: js_sys::Promise = fetch.call1(&stub, &request)?.unchecked_into();
+    wasm_bindgen_futures::JsFuture::from(promise)
+        .await?
+        .dyn_into()
+        .map_err(|_| worker::Error::RustError("an object answered with no Response".into()))
 }
 
 /// Applies `ListChanged` and `TaskChanged` effects: tells the listen hub. A failure is

@@ -13,7 +13,7 @@ use worker::{Env, Request, Response, Result, State};
 
 use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
-use super::session_store::SqliteSessionStore;
+use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
 use crate::effects::{Effect, Listen, Push, Reply};
@@ -33,6 +33,8 @@ pub struct Object {
     live: RefCell<HashMap<String, Vec<UnboundedSender<Vec<u8>>>>>,
     /// The hub's `subscriptions/listen` streams.
     listeners: RefCell<Vec<(UnboundedSender<Vec<u8>>, Listen)>>,
+    /// A session object's session row, as last read or written.
+    session_meta: MetaCache,
 }
 
 impl Object {
@@ -44,6 +46,7 @@ impl Object {
             build,
             live: RefCell::new(HashMap::new()),
             listeners: RefCell::new(Vec::new()),
+            session_meta: RefCell::new(None),
         }
     }
 
@@ -89,11 +92,11 @@ impl Object {
 
     /// The object's SQLite as a durable call's, a session's and a task's
     /// store (the core decides which it is; none writes until it must).
-    fn storage(&self) -> (SqliteStore, SqliteSessionStore, SqliteTaskStore) {
+    fn storage(&self) -> (SqliteStore, SqliteSessionStore<'_>, SqliteTaskStore) {
         let sql = self.state.storage().sql();
         (
             SqliteStore::new(sql.clone()),
-            SqliteSessionStore::new(sql.clone()),
+            SqliteSessionStore::new(sql.clone(), &self.session_meta),
             SqliteTaskStore::new(sql),
         )
     }
@@ -140,6 +143,9 @@ impl Object {
                 Effect::DeleteStorage => {
                     // Dropping the senders ends those responses.
                     self.live.borrow_mut().clear();
+                    // Before the await: a request arriving meanwhile must
+                    // not find the session in memory.
+                    self.session_meta.borrow_mut().take();
                     self.state.storage().delete_all().await?;
                 }
             }

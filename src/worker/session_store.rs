@@ -2,8 +2,14 @@
 //! so the sans-IO session code can use it without awaiting. The tables are
 //! made on the first write, so an object asked about a session that does
 //! not exist stores nothing; reads of an object without them are empty.
+//!
+//! The session row is read on every request; the object keeps the last one
+//! it read or wrote in memory ([`MetaCache`]), written through. That is
+//! exact: the object is the only writer of its storage, writes are
+//! synchronous, and memory goes with the object when it is evicted or
+//! broken.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,8 +25,12 @@ const SCHEMA: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS session_calls (stream TEXT PRIMARY KEY, json TEXT NOT NULL)",
 ];
 
-pub(crate) struct SqliteSessionStore {
+/// The object's copy of its session row: `None` until read or written.
+pub(crate) type MetaCache = RefCell<Option<SessionMeta>>;
+
+pub(crate) struct SqliteSessionStore<'a> {
     sql: SqlStorage,
+    cache: &'a MetaCache,
     /// Whether the tables exist: learned from the first read (a missing
     /// table reads as empty), so no request pays a schema query.
     made: Cell<Option<bool>>,
@@ -41,10 +51,11 @@ struct EventRow {
     data: String,
 }
 
-impl SqliteSessionStore {
-    pub(crate) fn new(sql: SqlStorage) -> Self {
+impl<'a> SqliteSessionStore<'a> {
+    pub(crate) fn new(sql: SqlStorage, cache: &'a MetaCache) -> Self {
         Self {
             sql,
+            cache,
             made: Cell::new(None),
         }
     }
@@ -80,12 +91,18 @@ impl SqliteSessionStore {
     }
 }
 
-impl SessionStore for SqliteSessionStore {
+impl SessionStore for SqliteSessionStore<'_> {
     fn meta(&self) -> Result<Option<SessionMeta>, McpError> {
+        if let Some(meta) = self.cache.borrow().as_ref() {
+            return Ok(Some(meta.clone()));
+        }
         let rows = self.json_rows("SELECT json FROM session_meta WHERE id = 1", vec![])?;
-        rows.first()
+        let meta: Option<SessionMeta> = rows
+            .first()
             .map(|j| serde_json::from_str(j).map_err(err))
-            .transpose()
+            .transpose()?;
+        self.cache.borrow_mut().clone_from(&meta);
+        Ok(meta)
     }
 
     fn put_meta(&self, meta: &SessionMeta) -> Result<(), McpError> {
@@ -96,8 +113,9 @@ impl SessionStore for SqliteSessionStore {
                 "INSERT OR REPLACE INTO session_meta (id, json) VALUES (1, ?)",
                 vec![json.into()],
             )
-            .map(|_| ())
-            .map_err(err)
+            .map_err(err)?;
+        *self.cache.borrow_mut() = Some(meta.clone());
+        Ok(())
     }
 
     fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
