@@ -1,5 +1,5 @@
 //! Hosting the server on Durable Objects, sans-IO: which object serves a
-//! request ([`route`]), what an object does with a request
+//! request ([`route_head`] by its head alone, else [`route`]), what an object does with a request
 //! ([`handle_in_object`]) and with its alarm ([`alarm`]), and how list
 //! changes reach the listen hub ([`hub_broadcast`]).
 //!
@@ -16,4 +16,4 @@ mod route;
 
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
 pub use route::wanted_headers;
-pub use route::{hub_name, route, serve_local, Local, Route, HUB};
+pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};

@@ -146,6 +146,23 @@ pub fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
     }
 }
 
+/// Routes a request by its head (method, path, headers; `head.body` is
+/// empty) when that is all routing needs: a request naming a session, whose
+/// body only the session's object reads. The object then gets the client's
+/// body as it came, unread by the Worker. A POST must declare its length
+/// (an undeclared body has to be read to be held to the limit). `None`:
+/// read the body and call [`route`], which decides everything else.
+pub fn route_head(server: &Server, head: &HttpRequest, env: &Env) -> Option<Route> {
+    head.header(SESSION_HEADER)?;
+    if head.method == "POST" && head.header("content-length").is_none() {
+        return None;
+    }
+    match route(server, head, env) {
+        Route::Object { name, request } => Some(Route::Object { name, request }),
+        Route::Local(_) => None,
+    }
+}
+
 /// The object and its internal headers, or `None` to serve locally.
 fn object_for(
     server: &Server,
@@ -311,5 +328,33 @@ mod tests {
                 "{method} must not reach a session object"
             );
         }
+    }
+
+    #[test]
+    fn only_a_session_request_of_declared_length_is_routed_by_its_head() {
+        let server = Server::new(Config::default(), Registry::new());
+        let env = Env::default();
+        let head = |headers: &[(&str, &str)]| HttpRequest::post("/mcp", headers, "");
+        let by_head = |req: &HttpRequest| match route_head(&server, req, &env) {
+            Some(Route::Object { name, .. }) => Some(name),
+            _ => None,
+        };
+        let sid = ("mcp-session-id", "abc123");
+        assert_eq!(
+            by_head(&head(&[sid, ("content-length", "12")])).as_deref(),
+            Some("session:abc123")
+        );
+        // An undeclared length must be read to be held to the limit; a
+        // declared one over it is refused where the body is read.
+        assert_eq!(by_head(&head(&[sid])), None);
+        assert_eq!(
+            by_head(&head(&[sid, ("content-length", "999999999")])),
+            None
+        );
+        // Everything else needs the body to be routed.
+        assert_eq!(by_head(&head(&[("content-length", "12")])), None);
+        let mut get = head(&[sid]);
+        get.method = "GET".into();
+        assert_eq!(by_head(&get).as_deref(), Some("session:abc123"));
     }
 }

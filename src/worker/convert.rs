@@ -14,6 +14,18 @@ const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 /// Converts a request, reading at most `cap + 1` bytes of its body (none
 /// when its `Content-Length` already says more): the core refuses a body
 /// over `cap`, and this way the Worker never buffers one.
+pub(crate) async fn to_http_request(
+    req: &web_sys::Request,
+    cap: usize,
+    wanted: &[String],
+) -> Result<HttpRequest> {
+    let mut http = to_http_head(req, wanted);
+    read_body(req, &mut http, cap).await?;
+    Ok(http)
+}
+
+/// A request's method, path and the headers the server reads, without its
+/// body (which [`read_body`] adds, when routing needs it).
 ///
 /// Every call into JS costs: profiled under load, iterating the headers
 /// from Rust (two calls and two strings per header) and reading the body
@@ -23,12 +35,7 @@ const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 /// (`Array.from(headers).flat().join("\n")`: no header holds a newline),
 /// only those the server reads (`wanted`) are kept, and a declared body
 /// comes in one `arrayBuffer()`.
-pub(crate) async fn to_http_request(
-    req: &web_sys::Request,
-    cap: usize,
-    wanted: &[String],
-) -> Result<HttpRequest> {
-    use futures_util::StreamExt;
+pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &[String]) -> HttpRequest {
     let method = req.method().to_ascii_uppercase();
     let path = path_of(&req.url());
     let joined: String = js_sys::Array::from(req.headers().as_ref())
@@ -42,37 +49,46 @@ pub(crate) async fn to_http_request(
             headers.push((k.to_string(), v.to_string()));
         }
     }
-    let declared = headers
-        .iter()
-        .find(|(k, _)| k == "content-length")
-        .and_then(|(_, v)| v.trim().parse::<u64>().ok());
-    let mut body = Vec::new();
-    let readable = !(method == "GET" || method == "HEAD");
+    HttpRequest {
+        method,
+        path,
+        headers,
+        body: Vec::new(),
+    }
+}
+
+/// Reads the body of `req` into `http` (see [`to_http_request`]).
+pub(crate) async fn read_body(
+    req: &web_sys::Request,
+    http: &mut HttpRequest,
+    cap: usize,
+) -> Result<()> {
+    use futures_util::StreamExt;
+    let declared = http
+        .header("content-length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    if http.method == "GET" || http.method == "HEAD" {
+        return Ok(());
+    }
     match declared {
-        _ if !readable => {}
         // A declared length within the cap: one read of the whole body.
         Some(n) if n <= cap as u64 => {
             let buffer = JsFuture::from(req.array_buffer()?).await?;
-            body = js_sys::Uint8Array::new(&buffer).to_vec();
+            http.body = js_sys::Uint8Array::new(&buffer).to_vec();
         }
         Some(_) => {}
         // No declared length: read chunks, and stop past the cap.
         None => {
             let mut stream = Request::from(Clone::clone(req)).stream()?;
             while let Some(chunk) = stream.next().await {
-                body.extend_from_slice(&chunk?);
-                if body.len() > cap {
+                http.body.extend_from_slice(&chunk?);
+                if http.body.len() > cap {
                     break;
                 }
             }
         }
     }
-    Ok(HttpRequest {
-        method,
-        path,
-        headers,
-        body,
-    })
+    Ok(())
 }
 
 /// The path of a serialized URL (`https://host/mcp?x` → `/mcp`).
@@ -88,7 +104,12 @@ fn path_of(url: &str) -> String {
 /// made with the runtime's own types (`worker::RequestInit` sets a dozen
 /// fields and `worker::Request` reads the result back: a twentieth of a
 /// session call, profiled).
-pub(crate) fn to_object_request(http: &HttpRequest) -> Result<web_sys::Request> {
+/// `stream`: the client's body, unread, to send on instead of `http.body`
+/// (a request routed by its head alone).
+pub(crate) fn to_object_request(
+    http: &HttpRequest,
+    stream: Option<&web_sys::ReadableStream>,
+) -> Result<web_sys::Request> {
     let headers = web_sys::Headers::new()?;
     for (k, v) in &http.headers {
         headers.append(k, v)?;
@@ -96,7 +117,9 @@ pub(crate) fn to_object_request(http: &HttpRequest) -> Result<web_sys::Request> 
     let init = web_sys::RequestInit::new();
     init.set_method(&http.method);
     init.set_headers(&headers);
-    if !http.body.is_empty() {
+    if let Some(stream) = stream {
+        init.set_body(stream);
+    } else if !http.body.is_empty() {
         init.set_body(&js_sys::Uint8Array::from(http.body.as_slice()));
     }
     Ok(web_sys::Request::new_with_str_and_init(

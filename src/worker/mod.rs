@@ -34,7 +34,7 @@ use crate::error::McpError;
 use crate::host::{self, Route};
 use crate::http::HttpRequest;
 use crate::server::{error_response, Config, Server};
-use convert::{to_http_request, to_object_request, to_web_response};
+use convert::{read_body, to_http_head, to_object_request, to_web_response};
 
 /// The user's entry function, as the macro passes it.
 pub type Build = fn(&Bindings) -> std::result::Result<Registry, String>;
@@ -84,14 +84,16 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
         }
     };
     let server = &isolate.server;
-    let http = match to_http_request(&req, server.config.max_body_bytes, &isolate.wanted).await {
-        Ok(r) => r,
-        Err(e) => {
-            let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
-            return to_web_response(error_response(&e, None));
-        }
-    };
     let now = request_env();
+    let mut http = to_http_head(&req, &isolate.wanted);
+    // A session's request goes on by its head; its object reads the body.
+    if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
+        return forward(&env, &name, &request, req.body().as_ref()).await;
+    }
+    if let Err(e) = read_body(&req, &mut http, server.config.max_body_bytes).await {
+        let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
+        return to_web_response(error_response(&e, None));
+    }
     match host::route(server, &http, &now) {
         Route::Local(local) => {
             let reply = host::serve_local(server, &http, &now, local).await;
@@ -99,7 +101,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
             broadcast(server, &env, &reply.effects).await;
             to_web_response(reply.response)
         }
-        Route::Object { name, request } => forward(&env, &name, &request).await,
+        Route::Object { name, request } => forward(&env, &name, &request, None).await,
     }
 }
 
@@ -107,7 +109,13 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
 /// as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
 /// wraps the response in a `worker::Response`, which the fetch entry then
 /// had to rebuild into a new runtime response.
-pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<web_sys::Response> {
+/// `stream`: the client's body, unread, for a request routed by its head.
+pub(crate) async fn forward(
+    env: &Env,
+    name: &str,
+    req: &HttpRequest,
+    stream: Option<&web_sys::ReadableStream>,
+) -> Result<web_sys::Response> {
     use wasm_bindgen::JsCast;
     let stub: js_sys::Object = env
         .durable_object(object::BINDING)?
@@ -117,7 +125,7 @@ pub(crate) async fn forward(env: &Env, name: &str, req: &HttpRequest) -> Result<
     let fetch: js_sys::Function = js_sys::Reflect::get(&stub, &"fetch".into())?
         .dyn_into()
         .map_err(|_| worker::Error::RustError("a stub without fetch".into()))?;
-    let request: wasm_bindgen::JsValue = to_object_request(req)?.into();
+    let request: wasm_bindgen::JsValue = to_object_request(req, stream)?.into();
     let promise: js_sys::Promise = fetch.call1(&stub, &request)?.unchecked_into();
     wasm_bindgen_futures::JsFuture::from(promise)
         .await?
@@ -133,7 +141,7 @@ pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
         return;
     }
     for (name, req) in host::hub_broadcast(server, &changes) {
-        if let Err(e) = forward(env, &name, &req).await {
+        if let Err(e) = forward(env, &name, &req, None).await {
             worker::console_error!("broadcast to {name} failed: {e}");
         }
     }
