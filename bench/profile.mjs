@@ -5,7 +5,7 @@
 // functions with the most self time (wasm functions by their Rust names).
 //
 //   node bench/profile.mjs quickstart add            # stateless tools/call
-//   node bench/profile.mjs ceiling rpc|do
+//   node bench/profile.mjs ceiling rpc|do|do-alarm
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
@@ -63,6 +63,11 @@ const SCENARIOS = {
   do: [
     { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do/${ctx.n}`, body: '{"round":1}' }; } },
     { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do/${ctx.n}`, body: '{"round":2}' }) },
+  ],
+  // The same, arming the cleanup alarm on the first request (the floor).
+  'do-alarm': [
+    { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":1}' }; } },
+    { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":2}' }) },
   ],
 };
 
