@@ -164,18 +164,16 @@ impl TestServer {
         self.live = None;
         // As the Worker does: first by the head alone (the object then gets
         // the body the Worker never read), else with the body.
-        let head = HttpRequest {
-            body: Vec::new(),
-            ..req.clone()
-        };
+        let body = std::mem::take(&mut req.body);
         if let Some(Route::Object { name, mut request }) =
-            host::route_head(&self.server, &head, &env)
+            host::route_head(&self.server, &req, &env)
         {
-            request.body = req.body;
+            request.body = body;
             let reply = self.in_object(&name, &request, &env);
             self.apply(None, &reply.effects);
             return read(reply);
         }
+        req.body = body;
         let reply = match host::route(&self.server, &req, &env) {
             Route::Local(local) => block_on(host::serve_local(&self.server, &req, &env, local)),
             Route::Object { name, request } => self.in_object(&name, &request, &env),

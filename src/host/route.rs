@@ -157,10 +157,8 @@ pub fn route_head(server: &Server, head: &HttpRequest, env: &Env) -> Option<Rout
     if head.method == "POST" && head.header("content-length").is_none() {
         return None;
     }
-    match route(server, head, env) {
-        Route::Object { name, request } => Some(Route::Object { name, request }),
-        Route::Local(_) => None,
-    }
+    let route = route(server, head, env);
+    matches!(route, Route::Object { .. }).then_some(route)
 }
 
 /// The object and its internal headers, or `None` to serve locally.

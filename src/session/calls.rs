@@ -67,9 +67,7 @@ pub(super) async fn start(
         let only = messages.remove(0);
         return Ok(Reply::new(HttpResponse::json(200, &only)));
     }
-    if call.stream.is_empty() {
-        call.stream = open_stream(store, env)?;
-    }
+    ensure_stream(store, env, &mut call)?;
     let stream = call.stream.clone();
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
@@ -82,18 +80,24 @@ pub(super) async fn start(
     ))
 }
 
-/// A new stream for a call: `c<n>` from the session's counter, read and
-/// written with no await between, so two calls of the session running at
-/// once never share one (and `meta` loaded before the call's awaits may be
-/// stale: the stored one is read). The write also stores the last-seen time
-/// exactly.
-fn open_stream(store: &dyn SessionStore, env: &Env) -> Result<String, McpError> {
+/// Gives `call` a stream if it has none yet: `c<n>` from the session's
+/// counter, read and written with no await between, so two calls of the
+/// session running at once never share one (and `meta` loaded before the
+/// call's awaits may be stale: the stored one is read). The write also
+/// stores the last-seen time exactly.
+fn ensure_stream(
+    store: &dyn SessionStore,
+    env: &Env,
+    call: &mut SessionCall,
+) -> Result<(), McpError> {
+    if !call.stream.is_empty() {
+        return Ok(());
+    }
     let mut meta = store.meta()?.ok_or_else(super::not_found)?;
-    let stream = format!("c{}", meta.next_stream);
+    call.stream = format!("c{}", meta.next_stream);
     meta.next_stream += 1;
     meta.last_seen_ms = meta.last_seen_ms.max(env.now_ms);
-    store.put_meta(&meta)?;
-    Ok(stream)
+    store.put_meta(&meta)
 }
 
 /// A call's id for idempotency keys: derived one way from the request's
@@ -277,14 +281,9 @@ async fn advance_once(
         } => {
             journal.round = call.journal.round + 1;
             // The requests' ids name the stream: the call needs one now.
-            if call.stream.is_empty() {
-                match open_stream(store, env) {
-                    Ok(stream) => call.stream = stream,
-                    Err(e) => {
-                        call.state = CallState::Failed;
-                        return vec![e.to_response(Some(&call.request_id))];
-                    }
-                }
+            if let Err(e) = ensure_stream(store, env, call) {
+                call.state = CallState::Failed;
+                return vec![e.to_response(Some(&call.request_id))];
             }
             call.state = match requests
                 .values()

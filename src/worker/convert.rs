@@ -64,12 +64,12 @@ pub(crate) async fn read_body(
     cap: usize,
 ) -> Result<()> {
     use futures_util::StreamExt;
-    let declared = http
-        .header("content-length")
-        .and_then(|v| v.trim().parse::<u64>().ok());
     if http.method == "GET" || http.method == "HEAD" {
         return Ok(());
     }
+    let declared = http
+        .header("content-length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
     match declared {
         // A declared length within the cap: one read of the whole body.
         Some(n) if n <= cap as u64 => {

@@ -109,6 +109,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
 /// as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
 /// wraps the response in a `worker::Response`, which the fetch entry then
 /// had to rebuild into a new runtime response.
+///
 /// `stream`: the client's body, unread, for a request routed by its head.
 pub(crate) async fn forward(
     env: &Env,
