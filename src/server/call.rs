@@ -8,6 +8,8 @@
 //! result shape.
 
 use std::collections::BTreeMap;
+use std::future::Future;
+use std::task::Poll;
 
 use serde_json::{json, Map, Value};
 
@@ -193,17 +195,19 @@ pub(crate) async fn run_round(
         Some(_) => digest_answers(&input.answers),
         None => String::new(),
     };
-    // The journal to replay, and the call id.
-    let (mut journal, sid) = match (&claims, durable) {
-        (None, None) => (Journal::new(), super::new_call_id(ctx.env)),
+    // The journal to replay, the call id, and (durable mode) the claim to
+    // write if the round has to wait.
+    let (mut journal, sid, mut claim_row) = match (&claims, durable) {
+        (None, None) => (Journal::new(), super::new_call_id(ctx.env), None),
         (Some(c), None) => (
             c.journal.clone().ok_or_else(|| refused("malformed"))?,
             c.sid.clone(),
+            None,
         ),
         (c, Some(d)) => {
             let timeout = server.config.claim_timeout_ms;
             match claim(d, c.as_ref(), &answers_digest, ctx.env.now_ms, timeout)? {
-                Claimed::Run(journal) => (journal, d.call_id.clone()),
+                Claimed::Run(journal, row) => (journal, d.call_id.clone(), row),
                 // The reply to this exact retry was lost: the same reply again.
                 Claimed::Replay(round) => return Ok(round),
             }
@@ -218,13 +222,8 @@ pub(crate) async fn run_round(
 
     // One rule on every wire: an answer whose shape does not fit what was
     // asked is refused (-32602), and the question stays open for a
-    // corrected answer (in durable mode the claim is released).
-    if let Err(e) = journal.check_answers(&input.answers) {
-        if let Some(d) = kept {
-            finish(d, &journal, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
-        }
-        return Err(e);
-    }
+    // corrected answer (nothing was claimed yet: nothing to release).
+    journal.check_answers(&input.answers)?;
     // The client came back: checkpoints are passed.
     let passed = InputRequest::checkpoints_passed(&journal.pending);
     journal.accept_answers(passed);
@@ -247,11 +246,30 @@ pub(crate) async fn run_round(
         .with_progress_token(input.progress_token)
         .with_log_level(input.log_level.as_deref())
         .with_task_mode(input.task_mode);
+    // The claim is written only if the body has to wait (for I/O, in the
+    // Worker): until the first poll returns, no other request can run in
+    // this object, and both happen in one turn of its event loop (one
+    // storage transaction), so a round that runs through — every replay
+    // that ends in an answer or a new question without I/O — writes its
+    // outcome alone.
+    let mut run = std::pin::pin!(run_target(server, &input.target, cx, input.args.clone()));
+    let first = std::future::poll_fn(|task| Poll::Ready(run.as_mut().poll(task))).await;
     let Run {
         outcome,
         notifications,
         status,
-    } = run_target(server, &input.target, cx, input.args.clone()).await;
+    } = match first {
+        Poll::Ready(run) => run,
+        Poll::Pending => {
+            if let (Some(d), Some(row)) = (durable, claim_row.take()) {
+                d.store.save(&row)?;
+                claim_row = Some(row);
+            }
+            run.await
+        }
+    };
+    // Only a claim that was written has to be released.
+    let claimed = kept.filter(|_| claim_row.is_some());
 
     let outcome = match outcome {
         Outcome::Complete(v) => RoundOutcome::Complete(v),
@@ -317,7 +335,7 @@ pub(crate) async fn run_round(
         }
         Outcome::Error(e) => {
             // Release the claim so a corrected retry of the same round can run.
-            if let Some(d) = kept {
+            if let Some(d) = claimed {
                 finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
             }
             return Err(e);
@@ -368,15 +386,17 @@ fn stored_reply(round: u32, answers: &str, reply: &Round) -> Result<StoredReply,
 
 /// What a durable retry may do.
 enum Claimed {
-    /// Run the round from this journal (the claim is written).
-    Run(Journal),
+    /// Run the round from this journal; write the claim (if any) before the
+    /// round first waits.
+    Run(Journal, Option<StoredCall>),
     /// Answer with the stored reply of this exact retry.
     Replay(Round),
 }
 
 /// Durable mode: checks the retry against the stored call (compare-and-set
-/// on the version) and claims the round before anything runs, so a
-/// concurrent retry of the same round is refused and `once` effects run once.
+/// on the version) and makes the claim the round writes before it first
+/// waits, so a concurrent retry of the same round is refused and `once`
+/// effects run once.
 /// A retry of an answered round with the same answers gets the stored reply;
 /// with other answers it is refused.
 fn claim(
@@ -391,7 +411,7 @@ fn claim(
         // A new call: its id is fresh, so no other request can reach this
         // object yet and there is nothing to claim against (the round
         // stores the call only if it pauses).
-        (None, None) => return Ok(Claimed::Run(Journal::new())),
+        (None, None) => return Ok(Claimed::Run(Journal::new(), None)),
         (None, Some(_)) => {
             return Err(McpError::new(
                 ErrorKind::Conflict,
@@ -431,15 +451,15 @@ fn claim(
             s.journal
         }
     };
-    d.store.save(&StoredCall {
+    let row = StoredCall {
         version: journal.round,
         status: CallStatus::Running,
         claimed_at_ms: now_ms,
         journal: journal.clone(),
         last_reply: None,
         updated_ms: now_ms,
-    })?;
-    Ok(Claimed::Run(journal))
+    };
+    Ok(Claimed::Run(journal, Some(row)))
 }
 
 fn finish(

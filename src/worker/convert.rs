@@ -6,6 +6,7 @@ use wasm_bindgen_futures::JsFuture;
 use worker::worker_sys::web_sys;
 use worker::{Headers, IntoResponse, Request, Response, Result};
 
+use super::js;
 use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
 
 /// How often a held-open SSE stream sends `: keepalive`.
@@ -17,7 +18,7 @@ const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 pub(crate) async fn to_http_request(
     req: &web_sys::Request,
     cap: usize,
-    wanted: &[String],
+    wanted: &js_sys::Array,
 ) -> Result<HttpRequest> {
     let mut http = to_http_head(req, wanted);
     read_body(req, &mut http, cap).await?;
@@ -25,29 +26,16 @@ pub(crate) async fn to_http_request(
 }
 
 /// A request's method, path and the headers the server reads, without its
-/// body (which [`read_body`] adds, when routing needs it).
-///
-/// Every call into JS costs: profiled under load, iterating the headers
-/// from Rust (two calls and two strings per header) and reading the body
-/// through a stream reader (a promise and a lock per chunk) were a fifth
-/// of a stateless call; one `get` per header the server reads cost as
-/// much. So the headers cross once, as one string
-/// (`Array.from(headers).flat().join("\n")`: no header holds a newline),
-/// only those the server reads (`wanted`) are kept, and a declared body
-/// comes in one `arrayBuffer()`.
-pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &[String]) -> HttpRequest {
-    let method = req.method().to_ascii_uppercase();
-    let path = path_of(&req.url());
-    let joined: String = js_sys::Array::from(req.headers().as_ref())
-        .flat(1)
-        .join("\n")
-        .into();
-    let mut parts = joined.split('\n');
+/// body (which [`read_body`] adds, when routing needs it). One crossing
+/// ([`js::request_head`]); `wanted` is the isolate's [`js::name_list`].
+pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &js_sys::Array) -> HttpRequest {
+    let head = js::request_head(req, wanted);
+    let mut parts = head.split('\n');
+    let method = parts.next().unwrap_or_default().to_ascii_uppercase();
+    let path = path_of(parts.next().unwrap_or_default());
     let mut headers = Vec::new();
     while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-        if wanted.iter().any(|w| w == k) {
-            headers.push((k.to_string(), v.to_string()));
-        }
+        headers.push((k.to_string(), v.to_string()));
     }
     HttpRequest {
         method,
@@ -101,30 +89,22 @@ fn path_of(url: &str) -> String {
 }
 
 /// The request sent to a Durable Object, exactly as the router built it,
-/// made with the runtime's own types (`worker::RequestInit` sets a dozen
-/// fields and `worker::Request` reads the result back: a twentieth of a
-/// session call, profiled).
+/// made in one call ([`js::new_request`]; `worker::RequestInit` sets a
+/// dozen fields and `worker::Request` reads the result back: a twentieth
+/// of a session call, profiled).
 /// `stream`: the client's body, unread, to send on instead of `http.body`
 /// (a request routed by its head alone).
 pub(crate) fn to_object_request(
     http: &HttpRequest,
     stream: Option<&web_sys::ReadableStream>,
 ) -> Result<web_sys::Request> {
-    let headers = web_sys::Headers::new()?;
-    for (k, v) in &http.headers {
-        headers.append(k, v)?;
-    }
-    let init = web_sys::RequestInit::new();
-    init.set_method(&http.method);
-    init.set_headers(&headers);
-    if let Some(stream) = stream {
-        init.set_body(stream);
-    } else if !http.body.is_empty() {
-        init.set_body(&js_sys::Uint8Array::from(http.body.as_slice()));
-    }
-    Ok(web_sys::Request::new_with_str_and_init(
+    let body = (stream.is_none() && !http.body.is_empty()).then_some(http.body.as_slice());
+    Ok(js::new_request(
         "https://durable-mcp.internal/mcp",
-        &init,
+        &http.method,
+        &js::join_headers(&http.headers),
+        body,
+        stream.cloned(),
     )?)
 }
 
@@ -142,18 +122,8 @@ pub(crate) fn to_web_response(resp: HttpResponse) -> Result<web_sys::Response> {
                 .map_err(|e| worker::Error::RustError(format!("{}", e.into())));
         }
     };
-    let headers = web_sys::Headers::new()?;
-    for (k, v) in &resp.headers {
-        headers.append(k, v)?;
-    }
-    let init = web_sys::ResponseInit::new();
-    init.set_status(resp.status);
-    init.set_headers(&headers);
-    let body = bytes.map(|b| js_sys::Uint8Array::from(b.as_slice()));
-    Ok(web_sys::Response::new_with_opt_buffer_source_and_init(
-        body.as_ref().map(|b| b.as_ref()),
-        &init,
-    )?)
+    let headers = js::join_headers(&resp.headers);
+    Ok(js::new_response(resp.status, &headers, bytes.as_deref())?)
 }
 
 /// Converts a response. `live`: for a held-open stream, the channel later

@@ -8,13 +8,15 @@
 //!
 //! # Layout
 //! - `mod.rs`: the fetch entry and the server built once per isolate.
-//! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`].
+//! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`];
+//!   `js.rs`: the two conversions every request makes, each one call into JS.
 //! - `object.rs`: the Durable Object: stores, open streams, applying effects.
 //! - `call_store.rs`, `session_store.rs`, `task_store.rs`: SQLite storage;
 //!   `sql.rs`: what they share (a missing table reads as empty).
 
 mod call_store;
 mod convert;
+mod js;
 mod object;
 mod session_store;
 mod sql;
@@ -47,10 +49,11 @@ thread_local! {
 }
 
 /// What an isolate builds once: the server, and the request headers it
-/// reads ([`host::wanted_headers`]), the only ones copied out of a request.
+/// reads ([`host::wanted_headers`], as a JS array), the only ones copied
+/// out of a request.
 pub(crate) struct Isolate {
     pub(crate) server: Server,
-    pub(crate) wanted: Vec<String>,
+    pub(crate) wanted: js_sys::Array,
 }
 
 /// The isolate's server, built on first use.
@@ -66,7 +69,7 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     let registry = build(&bindings)
         .map_err(|e| McpError::internal(format!("the entry function failed: {e}")))?;
     let server = Server::new(config, registry);
-    let wanted = host::wanted_headers(&server);
+    let wanted = js::name_list(&host::wanted_headers(&server));
     let isolate = Rc::new(Isolate { server, wanted });
     SERVER.with(|s| *s.borrow_mut() = Some(isolate.clone()));
     Ok(isolate)

@@ -212,6 +212,70 @@ fn a_concurrent_retry_of_a_running_round_conflicts() {
     assert_eq!(effects.get(), 1);
 }
 
+/// Resolves on its second poll, as a fetch does in the Worker.
+struct WaitOnce(bool);
+
+impl std::future::Future for WaitOnce {
+    type Output = ();
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        task: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        if self.0 {
+            return std::task::Poll::Ready(());
+        }
+        self.0 = true;
+        task.waker().wake_by_ref();
+        std::task::Poll::Pending
+    }
+}
+
+/// A durable round writes the claim that keeps a concurrent retry out only
+/// when its body has to wait (until then no other request can run in the
+/// object): a round that waits writes the claim, then its outcome; one that
+/// runs through writes its outcome alone.
+#[test]
+fn a_round_that_waits_writes_its_claim_first() {
+    let rows_for = |wait: bool| {
+        let mut h = Harness::new();
+        h.server.registry.tool(
+            Tool::new(
+                "step",
+                async move |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+                    let a = cx
+                        .elicit_with(
+                            "go",
+                            form("Go?", json!({"type": "object", "properties": {}})),
+                        )
+                        .await?;
+                    if wait {
+                        WaitOnce(false).await;
+                    }
+                    Ok(text(a.action))
+                },
+            )
+            .durable(),
+        );
+        let r = h.call("tools/call", json!({"name": "step", "arguments": {}}));
+        let state = r.json["result"]["requestState"].clone();
+        let r = h.call(
+            "tools/call",
+            json!({"name": "step", "arguments": {}, "requestState": state,
+                   "inputResponses": {"go": {"action": "accept", "content": {}}}}),
+        );
+        assert_eq!(
+            r.json["result"]["content"][0]["text"], "accept",
+            "{}",
+            r.json
+        );
+        h.cost().rows_written
+    };
+    // The pause, then the completed call (with its reply, for a lost one).
+    assert_eq!(rows_for(false), 2);
+    // The same, and the claim between them.
+    assert_eq!(rows_for(true), 3);
+}
+
 /// A call whose stored state is gone is rebuilt from the token.
 #[test]
 fn lost_storage_is_rebuilt_from_the_token() {
