@@ -78,7 +78,9 @@ async function serve(workers) {
   const ports = {};
   for (const w of workers) ports[w.name] = await freePort();
   // Objects keep SQLite on disk (workerd's in-memory storage has no SQL):
-  // a fresh directory per run.
+  // a fresh directory per run. (On tmpfs the DO lanes wait on no I/O, but
+  // a run's many thousand fresh objects then ran workerd into
+  // SQLITE_NOMEM and failed requests by the thousand.)
   const disk = join(OUT, 'do-storage');
   rmSync(disk, { recursive: true, force: true });
   mkdirSync(disk, { recursive: true });
@@ -93,7 +95,11 @@ ${workers.map((w) => capnpWorker(w, w.out)).join('\n')}
   const file = join(OUT, 'workerd.capnp');
   writeFileSync(file, config);
   const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
-  const stop = () => { try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ } };
+  // Stopping also frees the objects' files (on tmpfs they hold memory).
+  const stop = () => {
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+    rmSync(disk, { recursive: true, force: true });
+  };
   for (const w of workers) {
     const url = `http://127.0.0.1:${ports[w.name]}/`;
     for (let i = 0; ; i++) {

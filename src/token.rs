@@ -21,7 +21,10 @@ const DOMAIN: &[u8] = b"durable-mcp/state-token/v1\0";
 /// Named signing keys, newest first.
 #[derive(Clone, Default)]
 pub struct KeyRing {
-    keys: Vec<(String, Vec<u8>)>,
+    /// Each key id with its MAC already keyed: keying hashes the secret
+    /// (two SHA-256 blocks), which every token sealed or opened would
+    /// otherwise repeat; a clone of the keyed state is a copy.
+    keys: Vec<(String, Hmac<Sha256>)>,
 }
 
 impl std::fmt::Debug for KeyRing {
@@ -50,7 +53,9 @@ impl KeyRing {
             if secret.len() < 16 {
                 return Err(format!("state key {kid:?} is shorter than 16 bytes"));
             }
-            keys.push((kid, secret.as_bytes().to_vec()));
+            let mac = Hmac::<Sha256>::new_from_slice(secret.as_bytes())
+                .map_err(|e| format!("state key {kid:?}: {e}"))?;
+            keys.push((kid, mac));
         }
         Ok(Self { keys })
     }
@@ -61,8 +66,8 @@ impl KeyRing {
     }
 
     fn mac(&self, kid: &str) -> Option<Hmac<Sha256>> {
-        let (_, secret) = self.keys.iter().find(|(k, _)| k == kid)?;
-        Hmac::<Sha256>::new_from_slice(secret).ok()
+        let (_, mac) = self.keys.iter().find(|(k, _)| k == kid)?;
+        Some(mac.clone())
     }
 }
 
@@ -182,15 +187,12 @@ pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, 
     let tag = URL_SAFE_NO_PAD
         .decode(tag_b64)
         .map_err(|_| refused("malformed"))?;
-    // The key id is read before the MAC is checked only to pick the key; the
-    // claims are not trusted until the MAC verifies.
-    #[derive(Deserialize)]
-    struct KidOnly {
-        kid: String,
-    }
-    let kid: KidOnly = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
+    // Parsed before the MAC is checked (one pass, not a pass for the key id
+    // and another for the rest), but nothing in it is used until the MAC
+    // verifies except the key id, to pick the key.
+    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
     let mut mac = ring
-        .mac(&kid.kid)
+        .mac(&claims.kid)
         .ok_or_else(|| refused("signature does not verify"))?;
     mac.update(DOMAIN);
     mac.update(version.as_bytes());
@@ -198,7 +200,6 @@ pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, 
     mac.update(payload_b64.as_bytes());
     mac.verify_slice(&tag)
         .map_err(|_| refused("signature does not verify"))?;
-    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
     if now_ms >= claims.exp {
         return Err(refused("expired"));
     }

@@ -248,8 +248,9 @@ pub(crate) async fn run_round(
         .with_task_mode(input.task_mode);
     // The claim is written only if the body has to wait (for I/O, in the
     // Worker): until the first poll returns, no other request can run in
-    // this object, and both happen in one turn of its event loop (one
-    // storage transaction), so a round that runs through — every replay
+    // this object, and the write lands in the same storage transaction as
+    // one made before the body ran (an object commits its writes when the
+    // turn of its event loop ends). So a round that runs through — a replay
     // that ends in an answer or a new question without I/O — writes its
     // outcome alone.
     let mut run = std::pin::pin!(run_target(server, &input.target, cx, input.args.clone()));
@@ -406,21 +407,21 @@ fn claim(
     now_ms: u64,
     timeout_ms: u64,
 ) -> Result<Claimed, McpError> {
-    let stored = d.store.load()?;
-    let journal = match (claims, stored) {
-        // A new call: its id is fresh, so no other request can reach this
-        // object yet and there is nothing to claim against (the round
-        // stores the call only if it pauses).
-        (None, None) => return Ok(Claimed::Run(Journal::new(), None)),
-        (None, Some(_)) => {
-            return Err(McpError::new(
-                ErrorKind::Conflict,
-                "Conflict: this call id is already in use",
-            ));
-        }
-        (Some(c), _) if c.sid != d.call_id => return Err(refused("issued for another call")),
+    // A new call: its id is fresh randomness the router drew (a client
+    // cannot name it: the header that carries it is internal), so its
+    // object holds nothing, no other request can reach it yet and there is
+    // nothing to load or claim against; the round stores the call only if
+    // it pauses. (Reading the empty object would cost a failed statement:
+    // its table does not exist yet.)
+    let Some(c) = claims else {
+        return Ok(Claimed::Run(Journal::new(), None));
+    };
+    if c.sid != d.call_id {
+        return Err(refused("issued for another call"));
+    }
+    let journal = match d.store.load()? {
         // Storage lost (evicted by TTL, another deployment): rebuild from the token.
-        (Some(c), None) => {
+        None => {
             d.created.set(true);
             let mut j = c
                 .journal
@@ -429,7 +430,7 @@ fn claim(
             j.round = c.round;
             j
         }
-        (Some(c), Some(s)) => {
+        Some(s) => {
             if s.status == CallStatus::Completed || s.version != c.round {
                 let exact = s
                     .last_reply
