@@ -10,7 +10,7 @@ use super::slice::{settle, store, task_caps};
 use super::{extension_required, task_fields, TaskRecord, TaskStatus};
 use crate::app::{TaskSupport, Tool};
 use crate::engine::{ClientCaps, Journal, Outcome, Run, TaskMode};
-use crate::error::{ErrorKind, McpError};
+use crate::error::McpError;
 use crate::protocol::Request;
 use crate::server::{mrtr_call, mrtr_shape, run_round, state_param, Ctx, MethodReply, RequestMeta};
 use crate::server::{RoundInput, RoundOutcome, Server, Target};
@@ -70,12 +70,10 @@ pub(crate) async fn call(
         return Ok(mrtr_shape(round));
     }
     let journal = journal.ok_or_else(|| McpError::internal("a paused round lost its journal"))?;
-    if host.store.load()?.is_some() {
-        return Err(McpError::new(
-            ErrorKind::Conflict,
-            "Conflict: this task id is already in use",
-        ));
-    }
+    // No read first: the task id is fresh randomness the router drew (the
+    // header that carries it is internal, so a client cannot name it), so
+    // this object holds nothing yet — and reading a table that does not
+    // exist yet costs a failed statement.
     let now = ctx.env.now_ms;
     let mut task = TaskRecord {
         task_id: host.task_id.clone(),
