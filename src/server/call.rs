@@ -74,6 +74,15 @@ pub(crate) fn state_param(v: Option<&Value>) -> Result<Option<&str>, McpError> {
     }
 }
 
+/// A retry's `inputResponses`, as answers. One that is not an object carries
+/// no usable answer: the round asks again rather than failing.
+pub(crate) fn input_responses(v: Option<&Value>) -> Answers {
+    match v {
+        Some(Value::Object(r)) => r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// The durable side of a request served inside a call's Durable Object.
 pub struct Durable<'a> {
     /// The call id the Worker routed by (the DO's name).
@@ -197,7 +206,7 @@ pub(crate) async fn run_round(
     };
     // The journal to replay, the call id, and (durable mode) the claim to
     // write if the round has to wait.
-    let (mut journal, sid, mut claim_row) = match (&claims, durable) {
+    let (mut journal, sid, claim_row) = match (&claims, durable) {
         (None, None) => (Journal::new(), super::new_call_id(ctx.env), None),
         (Some(c), None) => (
             c.journal.clone().ok_or_else(|| refused("malformed"))?,
@@ -255,22 +264,25 @@ pub(crate) async fn run_round(
     // outcome alone.
     let mut run = std::pin::pin!(run_target(server, &input.target, cx, input.args.clone()));
     let first = std::future::poll_fn(|task| Poll::Ready(run.as_mut().poll(task))).await;
-    let Run {
-        outcome,
-        notifications,
-        status,
-    } = match first {
-        Poll::Ready(run) => run,
+    let (
+        Run {
+            outcome,
+            notifications,
+            status,
+        },
+        written,
+    ) = match first {
+        Poll::Ready(run) => (run, false),
         Poll::Pending => {
-            if let (Some(d), Some(row)) = (durable, claim_row.take()) {
-                d.store.save(&row)?;
-                claim_row = Some(row);
-            }
-            run.await
+            let written = match (durable, &claim_row) {
+                (Some(d), Some(row)) => d.store.save(row).map(|()| true)?,
+                _ => false,
+            };
+            (run.await, written)
         }
     };
     // Only a claim that was written has to be released.
-    let claimed = kept.filter(|_| claim_row.is_some());
+    let claimed = kept.filter(|_| written);
 
     let outcome = match outcome {
         Outcome::Complete(v) => RoundOutcome::Complete(v),

@@ -27,7 +27,9 @@ mod saga;
 mod streamless;
 pub mod task;
 
-pub(crate) use call::{run_round, run_target, state_param, RoundInput, RoundOutcome, Target};
+pub(crate) use call::{
+    input_responses, run_round, run_target, state_param, RoundInput, RoundOutcome, Target,
+};
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};

@@ -5,7 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::{run_round, state_param, Round, RoundInput, RoundOutcome, Target};
+use super::call::{
+    input_responses, run_round, state_param, Round, RoundInput, RoundOutcome, Target,
+};
 use super::request::{MethodReply, RequestMeta};
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
@@ -23,12 +25,7 @@ pub(crate) async fn call(
 ) -> Result<MethodReply, McpError> {
     let p = &request.params;
     let state = state_param(p.get("requestState"))?;
-    // `inputResponses` that is not an object carries no usable answer: the
-    // round asks again rather than failing.
-    let answers = match p.get("inputResponses") {
-        Some(Value::Object(r)) => r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect(),
-        _ => Vec::new(),
-    };
+    let answers = input_responses(p.get("inputResponses"));
     let round = run_round(
         server,
         RoundInput {

@@ -9,7 +9,8 @@
 //! # Layout
 //! - `mod.rs`: the fetch entry and the server built once per isolate.
 //! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`];
-//!   `js.rs`: the two conversions every request makes, each one call into JS.
+//!   `js.rs`: the conversions every request makes (its head, a response, a
+//!   request to an object), each one call into JS.
 //! - `object.rs`: the Durable Object: stores, open streams, applying effects.
 //! - `call_store.rs`, `session_store.rs`, `task_store.rs`: SQLite storage;
 //!   `sql.rs`: what they share (a missing table reads as empty).

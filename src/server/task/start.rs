@@ -12,8 +12,8 @@ use crate::app::{TaskSupport, Tool};
 use crate::engine::{ClientCaps, Journal, Outcome, Run, TaskMode};
 use crate::error::McpError;
 use crate::protocol::Request;
+use crate::server::{input_responses, RoundInput, RoundOutcome, Server, Target};
 use crate::server::{mrtr_call, mrtr_shape, run_round, state_param, Ctx, MethodReply, RequestMeta};
-use crate::server::{RoundInput, RoundOutcome, Server, Target};
 
 /// Serves `tools/call` of `tool`, which may run as a task.
 pub(crate) async fn call(
@@ -37,10 +37,7 @@ pub(crate) async fn call(
         ));
     };
     let p = &request.params;
-    let answers = match p.get("inputResponses") {
-        Some(Value::Object(r)) => r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect(),
-        _ => Vec::new(),
-    };
+    let answers = input_responses(p.get("inputResponses"));
     let round = run_round(
         server,
         RoundInput {

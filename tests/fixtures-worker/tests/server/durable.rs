@@ -11,7 +11,7 @@ use durable_mcp::engine::{form, Cx, ToolError};
 use durable_mcp::store::{CallStatus, CallStore};
 use durable_mcp::testing::TestServer;
 use durable_mcp::token::KeyRing;
-use durable_mcp::{text, CallToolResult, Tool};
+use durable_mcp::{text, CallToolResult, McpError, Tool};
 
 /// A harness with a durable tool whose `once` effect is counted.
 fn with_counter() -> (TestServer, Rc<Cell<u32>>) {
@@ -233,10 +233,11 @@ impl std::future::Future for WaitOnce {
 /// A durable round writes the claim that keeps a concurrent retry out only
 /// when its body has to wait (until then no other request can run in the
 /// object): a round that waits writes the claim, then its outcome; one that
-/// runs through writes its outcome alone.
+/// runs through writes its outcome alone. Likewise only a written claim is
+/// released when the round fails.
 #[test]
 fn a_round_that_waits_writes_its_claim_first() {
-    let rows_for = |wait: bool| {
+    let rows_for = |wait: bool, fail: bool| {
         let mut h = Harness::new();
         h.server.registry.tool(
             Tool::new(
@@ -251,6 +252,9 @@ fn a_round_that_waits_writes_its_claim_first() {
                     if wait {
                         WaitOnce(false).await;
                     }
+                    if fail {
+                        return Err(ToolError::Protocol(McpError::invalid_params("refused")));
+                    }
                     Ok(text(a.action))
                 },
             )
@@ -263,17 +267,25 @@ fn a_round_that_waits_writes_its_claim_first() {
             json!({"name": "step", "arguments": {}, "requestState": state,
                    "inputResponses": {"go": {"action": "accept", "content": {}}}}),
         );
-        assert_eq!(
-            r.json["result"]["content"][0]["text"], "accept",
-            "{}",
-            r.json
-        );
+        if fail {
+            assert_eq!(r.json["error"]["code"], -32602, "{}", r.json);
+        } else {
+            assert_eq!(
+                r.json["result"]["content"][0]["text"], "accept",
+                "{}",
+                r.json
+            );
+        }
         h.cost().rows_written
     };
     // The pause, then the completed call (with its reply, for a lost one).
-    assert_eq!(rows_for(false), 2);
+    assert_eq!(rows_for(false, false), 2);
     // The same, and the claim between them.
-    assert_eq!(rows_for(true), 3);
+    assert_eq!(rows_for(true, false), 3);
+    // A failed round that ran through leaves the pause as it was; one that
+    // waited releases its claim.
+    assert_eq!(rows_for(false, true), 1);
+    assert_eq!(rows_for(true, true), 3);
 }
 
 /// A call whose stored state is gone is rebuilt from the token.
