@@ -5,7 +5,7 @@
 // functions with the most self time (wasm functions by their Rust names).
 //
 //   node bench/profile.mjs quickstart add            # stateless tools/call
-//   node bench/profile.mjs ceiling rpc|do|do-alarm
+//   node bench/profile.mjs ceiling rpc-full|rpc-mcp|rpc|do|do-alarm   (rpc: a minimal request)
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
@@ -59,21 +59,29 @@ async function sessionCall(base) {
   return { method: 'POST', path: '/mcp', headers: sh,
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) };
 }
+function ceilingRoundTrip(prefix) {
+  const answers = { target: { action: 'accept', content: { target: 'staging' } } };
+  const state = `v1.${'A'.repeat(1040)}.${'B'.repeat(43)}`;
+  return [
+    { ...call('deploy', { service: 'bench' }), setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `${prefix}${ctx.n}` }; } },
+    { ...call('deploy', { service: 'bench' }, { requestState: state, inputResponses: answers }),
+      setupRequest: (r, ctx) => ({ ...r, path: `${prefix}${ctx.n}` }) },
+  ];
+}
 const SCENARIOS = {
   add: [call('add', { a: 1, b: 2 })],
   rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
+  // The ceiling sent the very request a stateless call gets (as the bench does).
+  'rpc-full': [{ ...call('add', { a: 1, b: 2 }), path: '/rpc' }],
+  'rpc-mcp': [{ ...call('add', { a: 1, b: 2 }), path: '/rpc-mcp' }],
   mrtr: roundTrip('test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } }),
   durable: roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } }),
-  // The ceiling's Durable Object round trip: a fresh object, then the same one again.
-  do: [
-    { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do/${ctx.n}`, body: '{"round":1}' }; } },
-    { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do/${ctx.n}`, body: '{"round":2}' }) },
-  ],
+  // The ceiling's Durable Object round trip: a fresh object, then the same
+  // one again, sent requests the size of a durable round trip's (the bench
+  // sends a real one's bytes; the ceiling only stores them).
+  do: ceilingRoundTrip('/do/'),
   // The same, arming the cleanup alarm on the first request (the floor).
-  'do-alarm': [
-    { method: 'POST', setupRequest: (r, ctx) => { ctx.n = `${Math.random()}`; return { ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":1}' }; } },
-    { method: 'POST', setupRequest: (r, ctx) => ({ ...r, path: `/do-alarm/${ctx.n}`, body: '{"round":2}' }) },
-  ],
+  'do-alarm': ceilingRoundTrip('/do-alarm/'),
 };
 
 async function main() {

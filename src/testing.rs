@@ -151,9 +151,9 @@ impl TestServer {
 
     /// Sends one HTTP request the way the Worker receives it.
     pub fn send(&mut self, mut req: HttpRequest) -> TestReply {
-        // What the Worker copies out of a request: the headers the server
-        // reads, nothing else.
-        let wanted = host::wanted_headers(&self.server);
+        // What the Worker copies out of a client's request: the headers the
+        // server reads from a client, nothing else.
+        let wanted = host::client_headers(&self.server);
         req.headers
             .retain(|(k, _)| wanted.iter().any(|w| w.eq_ignore_ascii_case(k)));
         self.next_random = self.next_random.wrapping_add(1);

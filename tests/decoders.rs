@@ -106,7 +106,7 @@ proptest! {
 
     #[test]
     fn header_values_round_trip_and_garbage_decodes_or_is_refused(s in ".{0,64}", junk in "=\\?base64\\?.{0,40}\\?=") {
-        prop_assert_eq!(decode_header_value(&encode_header_value(&s)), Some(s));
+        prop_assert_eq!(decode_header_value(&encode_header_value(&s)).map(|d| d.into_owned()), Some(s));
         let _ = decode_header_value(&junk);
     }
 }

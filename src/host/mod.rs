@@ -15,5 +15,5 @@ mod object;
 mod route;
 
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
-pub use route::wanted_headers;
+pub use route::{client_headers, object_headers};
 pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};

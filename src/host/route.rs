@@ -57,12 +57,14 @@ const INTERNAL_HEADERS: [&str; 5] = [
     TASK_ID_HEADER,
 ];
 
-/// Every request header the server reads (lower case), so a host can copy
-/// only these out of the runtime's request: the fixed ones, the internal
-/// ones, and `mcp-param-<name>` for each tool argument that declares
-/// `x-mcp-header`. The test server passes only these on too, so a header
-/// the code reads but this list misses fails the tests.
-pub fn wanted_headers(server: &Server) -> Vec<String> {
+/// The request headers the server reads from a client (lower case), so
+/// the Worker copies only these out of the runtime's request: the fixed
+/// ones and `mcp-param-<name>` for each tool argument that declares
+/// `x-mcp-header`. The internal headers are not among them: a client's are
+/// never read at all (each `get` is a call into the runtime, on every
+/// request). The test server passes only these on too, so a header the code
+/// reads but this list misses fails the tests.
+pub fn client_headers(server: &Server) -> Vec<String> {
     const FIXED: [&str; 12] = [
         "accept",
         "authorization",
@@ -77,11 +79,7 @@ pub fn wanted_headers(server: &Server) -> Vec<String> {
         SESSION_HEADER,
         "origin",
     ];
-    let mut names: Vec<String> = FIXED
-        .iter()
-        .chain(INTERNAL_HEADERS.iter())
-        .map(|s| s.to_string())
-        .collect();
+    let mut names: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
     for tool in &server.registry.tools {
         let props = tool
             .meta
@@ -96,6 +94,14 @@ pub fn wanted_headers(server: &Server) -> Vec<String> {
     }
     names.sort();
     names.dedup();
+    names
+}
+
+/// The request headers an object reads from a request the Worker
+/// forwarded: the client's ([`client_headers`]) and the internal ones.
+pub fn object_headers(server: &Server) -> Vec<String> {
+    let mut names = client_headers(server);
+    names.extend(INTERNAL_HEADERS.iter().map(|s| s.to_string()));
     names
 }
 
@@ -216,30 +222,26 @@ fn object_for(
     if let Some(task) = task_object(server, msg, env) {
         return Some(task);
     }
-    let state = |v: &Value| v.as_str().map(str::to_string);
-    let (tool, state) = match msg["method"].as_str() {
-        Some("tools/call") => (
-            params["name"].as_str().map(str::to_string),
-            state(&params["requestState"]).or_else(|| state(&msg["requestState"])),
-        ),
-        Some("tools/callSaga") => (params["name"].as_str().map(str::to_string), None),
+    let durable = |name: &str| server.registry.find_tool(name).is_some_and(|t| t.durable);
+    let state = match msg["method"].as_str() {
+        Some("tools/call") if durable(params["name"].as_str()?) => params["requestState"]
+            .as_str()
+            .or_else(|| msg["requestState"].as_str()),
+        Some("tools/callSaga") if durable(params["name"].as_str()?) => None,
         Some("tools/resumeSaga") => {
             let token = params["sagaToken"].as_str().unwrap_or_default();
             let claims = token::open_unbound(&server.config.keys, token, env.now_ms).ok()?;
-            (Some(claims.target), Some(token.to_string()))
+            if !durable(&claims.target) {
+                return None;
+            }
+            Some(token)
         }
         _ => return None,
     };
-    let durable = tool
-        .and_then(|name| server.registry.find_tool(&name).map(|t| t.durable))
-        .unwrap_or(false);
-    if !durable {
-        return None;
-    }
     // The token is not verified here: the call's object does that.
     let call_id = match state {
         None => new_call_id(env),
-        Some(s) => token::durable_call_id(&s)?,
+        Some(s) => token::durable_call_id(s)?,
     };
     Some((format!("call:{call_id}"), vec![(CALL_ID_HEADER, call_id)]))
 }

@@ -5,24 +5,28 @@
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
+use std::borrow::Cow;
 
 const PREFIX: &str = "=?base64?";
 const SUFFIX: &str = "?=";
 
 /// Decodes a header value: the `=?base64?…?=` form becomes its UTF-8 text,
-/// anything else is returned as is. `None` when the encoded form is broken.
-pub fn decode_header_value(raw: &str) -> Option<String> {
+/// anything else is returned as is (borrowed: every mirrored header is
+/// checked on every request, and most are plain). `None` when the encoded
+/// form is broken.
+pub fn decode_header_value(raw: &str) -> Option<Cow<'_, str>> {
     let raw = raw.trim();
-    let lower = raw.to_ascii_lowercase();
-    if lower.starts_with(PREFIX)
+    let encoded = raw
+        .get(..PREFIX.len())
+        .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
         && raw.ends_with(SUFFIX)
-        && raw.len() >= PREFIX.len() + SUFFIX.len()
-    {
+        && raw.len() >= PREFIX.len() + SUFFIX.len();
+    if encoded {
         let inner = &raw[PREFIX.len()..raw.len() - SUFFIX.len()];
         let bytes = STANDARD.decode(inner).ok()?;
-        String::from_utf8(bytes).ok()
+        String::from_utf8(bytes).ok().map(Cow::Owned)
     } else {
-        Some(raw.to_string())
+        Some(Cow::Borrowed(raw))
     }
 }
 

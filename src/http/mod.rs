@@ -90,6 +90,15 @@ impl HttpResponse {
         }
     }
 
+    /// A JSON response whose body is already serialized.
+    pub fn json_bytes(status: u16, body: Vec<u8>) -> Self {
+        Self {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: Body::Bytes(body),
+        }
+    }
+
     /// A response with no body.
     pub fn empty(status: u16) -> Self {
         Self {

@@ -130,6 +130,24 @@ pub fn result_response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
+/// A success response as JSON bytes: the same message as
+/// [`result_response`], written straight out rather than built as a map
+/// and then serialized (the reply to most requests takes this path).
+pub fn result_bytes(id: &Value, result: &Value) -> Vec<u8> {
+    #[derive(serde::Serialize)]
+    struct Envelope<'a> {
+        jsonrpc: &'static str,
+        id: &'a Value,
+        result: &'a Value,
+    }
+    serde_json::to_vec(&Envelope {
+        jsonrpc: "2.0",
+        id,
+        result,
+    })
+    .unwrap_or_default()
+}
+
 /// A notification message.
 pub fn notification(method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "method": method, "params": params})
@@ -158,6 +176,16 @@ mod tests {
             parse_message(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#),
             Ok(Message::Response(r)) if r.outcome.is_ok()
         ));
+    }
+
+    #[test]
+    fn result_bytes_is_the_result_response() {
+        let result = json!({"content": [{"type": "text", "text": "3"}], "resultType": "complete"});
+        for id in [json!(7), json!("a")] {
+            let bytes = result_bytes(&id, &result);
+            let parsed: Value = serde_json::from_slice(&bytes).expect("valid JSON");
+            assert_eq!(parsed, result_response(&id, result.clone()));
+        }
     }
 
     #[test]

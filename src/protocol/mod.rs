@@ -10,7 +10,7 @@ mod kinds;
 pub mod versions;
 
 pub use jsonrpc::{
-    notification, parse_message, parse_value, result_response, Message, Notification, Request,
-    Response,
+    notification, parse_message, parse_value, result_bytes, result_response, Message, Notification,
+    Request, Response,
 };
 pub use kinds::{ListKind, LogLevel};

@@ -50,11 +50,13 @@ thread_local! {
 }
 
 /// What an isolate builds once: the server, and the request headers it
-/// reads ([`host::wanted_headers`], as a JS array), the only ones copied
-/// out of a request.
+/// reads, the only ones copied out of a request (as JS arrays): from a
+/// client's at the Worker ([`host::client_headers`]), from a forwarded one
+/// in an object ([`host::object_headers`]).
 pub(crate) struct Isolate {
     pub(crate) server: Server,
-    pub(crate) wanted: js_sys::Array,
+    pub(crate) client_headers: js_sys::Array,
+    pub(crate) object_headers: js_sys::Array,
 }
 
 /// The isolate's server, built on first use.
@@ -70,8 +72,13 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     let registry = build(&bindings)
         .map_err(|e| McpError::internal(format!("the entry function failed: {e}")))?;
     let server = Server::new(config, registry);
-    let wanted = js::name_list(&host::wanted_headers(&server));
-    let isolate = Rc::new(Isolate { server, wanted });
+    let client_headers = js::name_list(&host::client_headers(&server));
+    let object_headers = js::name_list(&host::object_headers(&server));
+    let isolate = Rc::new(Isolate {
+        server,
+        client_headers,
+        object_headers,
+    });
     SERVER.with(|s| *s.borrow_mut() = Some(isolate.clone()));
     Ok(isolate)
 }
@@ -89,7 +96,7 @@ pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_
     };
     let server = &isolate.server;
     let now = request_env();
-    let mut http = to_http_head(&req, &isolate.wanted);
+    let mut http = to_http_head(&req, &isolate.client_headers);
     // A session's request goes on by its head; its object reads the body.
     if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
         return forward(&env, &name, &request, req.body().as_ref()).await;

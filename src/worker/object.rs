@@ -57,8 +57,12 @@ impl Object {
             Err(e) => return to_worker_response(error_response(&e, None), None),
         };
         let server = &isolate.server;
-        let http =
-            to_http_request(req.inner(), server.config.max_body_bytes, &isolate.wanted).await?;
+        let http = to_http_request(
+            req.inner(),
+            server.config.max_body_bytes,
+            &isolate.object_headers,
+        )
+        .await?;
         let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
