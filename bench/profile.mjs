@@ -74,6 +74,7 @@ const SCENARIOS = {
   // The ceiling sent the very request a stateless call gets (as the bench does).
   'rpc-full': [{ ...call('add', { a: 1, b: 2 }), path: '/rpc' }],
   'rpc-mcp': [{ ...call('add', { a: 1, b: 2 }), path: '/rpc-mcp' }],
+  'mrtr-1': [call('test_input_required_result_elicitation', {})],
   mrtr: roundTrip('test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } }),
   durable: roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } }),
   // The ceiling's Durable Object round trip: a fresh object, then the same
@@ -140,7 +141,8 @@ const w :Workerd.Worker = (
     await send('Profiler.enable');
     await send('Profiler.setSamplingInterval', { interval: 100 });
     await send('Profiler.start');
-    const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario] });
+    const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE) } : {};
+    const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...rate });
     const { result } = await send('Profiler.stop');
     ws.close();
     const out = join(OUT, `${worker}-${scenario}.cpuprofile`);
@@ -179,7 +181,7 @@ function report(profile, load, shim) {
     self.set(key, (self.get(key) ?? 0) + c);
   }
   const failed = load.errors + load.timeouts + (load.non2xx ?? 0);
-  console.log(`${load.requests.average.toFixed(0)} rps under the profiler; ${total} samples${failed ? `; ${failed} FAILED requests` : ''}`);
+  console.log(`${load.requests.average.toFixed(0)} rps under the profiler (p50 ${load.latency.p50} ms, p99 ${load.latency.p99} ms, max ${load.latency.max} ms); ${total} samples${failed ? `; ${failed} FAILED requests` : ''}`);
   const idle = [...self].filter(([k]) => /\(idle\)|\(program\)|\(garbage collector\)/.test(k));
   for (const [k, c] of idle) console.log(`  ${(100 * c / total).toFixed(1)}% ${k}`);
   console.log('top self time:');
