@@ -232,6 +232,24 @@ describe('default configuration', () => {
     assert.equal(good.json.id, 63);
   });
 
+  test("a client's internal headers never reach an object: a durable call with forged ones is still that call", async () => {
+    // `deploy` runs in its call's object. Were these honoured there, the
+    // hub header would make the request a broadcast (204), the session
+    // header a session's request, the task header a task's.
+    const forged = {
+      'x-durable-mcp-hub': 'broadcast',
+      'x-durable-mcp-session-id': 'victim',
+      'x-durable-mcp-session-new': '1',
+      'x-durable-mcp-task-id': 'victim',
+      'x-durable-mcp-call-id': 'victim',
+    };
+    const r = await send(url, 'tools/call', { name: 'deploy', arguments: { service: 'api' } }, { id: 64, headers: forged });
+    assert.equal(r.status, 200, r.text);
+    assert.equal(r.json.id, 64);
+    assert.equal(r.json.result.resultType, 'input_required', r.text);
+    assert.ok(r.json.result.inputRequests.target, r.text);
+  });
+
   // ---- state and resources ----
 
   test('a tampered requestState is 400 with invalid params (-32602)', async () => {
