@@ -177,10 +177,7 @@ async function taskPoll(base) {
  * checked and the tool replayed on every retry, as a real second round is).
  */
 async function mrtrRetry(base, name, args, answers) {
-  const first = await (await fetch(`${base}/mcp`, { method: 'POST', ...modernReq(name, args) })).json();
-  const requestState = first.result?.requestState;
-  if (!requestState) throw new Error(`${name} answered no requestState: ${JSON.stringify(first)}`);
-  const retry = modernReq(name, args, { requestState, inputResponses: answers });
+  const retry = await retryOf(base, name, args, answers);
   const done = await (await fetch(`${base}/mcp`, { method: 'POST', ...retry })).json();
   if (done.result?.resultType !== 'complete') throw new Error(`the retry of ${name} did not complete: ${JSON.stringify(done)}`);
   return retry;
@@ -191,11 +188,15 @@ async function mrtrRetry(base, name, args, answers) {
  * the same bytes: the ceiling only stores them.
  */
 async function durableRequests(base, answers) {
-  const first = modernReq('deploy', { service: 'bench' });
-  const paused = await (await fetch(`${base}/mcp`, { method: 'POST', ...first })).json();
-  const requestState = paused.result?.requestState;
-  if (!requestState) throw new Error(`deploy answered no requestState: ${JSON.stringify(paused)}`);
-  return [first, modernReq('deploy', { service: 'bench' }, { requestState, inputResponses: answers })];
+  const args = { service: 'bench' };
+  return [modernReq('deploy', args), await retryOf(base, 'deploy', args, answers)];
+}
+/** A real second round of `name`: its first round sent once, its state in the retry. */
+async function retryOf(base, name, args, answers) {
+  const first = await (await fetch(`${base}/mcp`, { method: 'POST', ...modernReq(name, args) })).json();
+  const requestState = first.result?.requestState;
+  if (!requestState) throw new Error(`${name} answered no requestState: ${JSON.stringify(first)}`);
+  return modernReq(name, args, { requestState, inputResponses: answers });
 }
 /** A fresh ceiling object per iteration (`prefix` + a new name), then the same one again. */
 function ceilingRoundTrip(prefix, [first, second]) {

@@ -83,11 +83,7 @@ pub enum Body {
 impl HttpResponse {
     /// A JSON response with `status`.
     pub fn json(status: u16, value: &serde_json::Value) -> Self {
-        Self {
-            status,
-            headers: vec![("content-type".into(), "application/json".into())],
-            body: Body::Bytes(serde_json::to_vec(value).unwrap_or_default()),
-        }
+        Self::json_bytes(status, serde_json::to_vec(value).unwrap_or_default())
     }
 
     /// A JSON response whose body is already serialized.

@@ -43,7 +43,7 @@ use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
-use crate::protocol::{parse_message, parse_value, result_response, versions, Message};
+use crate::protocol::{parse_message, parse_value, result_bytes, versions, Message};
 use task::TaskHost;
 
 /// What the outside world supplies for one request.
@@ -214,10 +214,7 @@ impl Server {
                     let result = saga::handle(self, r, ClientCaps::all(), &ctx)
                         .await
                         .map_err(|e| (e, id))?;
-                    return Ok(Reply::new(HttpResponse::json(
-                        200,
-                        &result_response(&r.id, result),
-                    )));
+                    return Ok(Reply::new(result_reply(&r.id, &result)));
                 }
                 if streamless::opted_in(req, r) {
                     let message = streamless::handle(self, r, ClientCaps::all(), &ctx)
@@ -304,6 +301,12 @@ impl Server {
 /// Constant-time byte comparison.
 fn ct_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// A success reply as JSON: the envelope written straight to bytes
+/// ([`result_bytes`]), as every wire answers a request that needs no stream.
+pub(crate) fn result_reply(id: &Value, result: &Value) -> HttpResponse {
+    HttpResponse::json_bytes(200, result_bytes(id, result))
 }
 
 /// The one place an error becomes an HTTP response.

@@ -15,7 +15,7 @@ use crate::http::{decode_header_value, HttpRequest, HttpResponse, SseEvent};
 use crate::protocol::versions::{
     META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSIONS,
 };
-use crate::protocol::{result_bytes, result_response, ListKind, Message, Request};
+use crate::protocol::{result_response, ListKind, Message, Request};
 
 type Rejection = (McpError, Option<Value>);
 
@@ -237,10 +237,7 @@ fn respond(id: &Value, reply: MethodReply) -> Reply {
     let out = if let Some(listen) = reply.listen {
         Reply::new(HttpResponse::sse(events(), true)).with(Effect::Listen(listen))
     } else if notifications.is_empty() {
-        Reply::new(HttpResponse::json_bytes(
-            200,
-            result_bytes(id, &reply.result),
-        ))
+        Reply::new(super::result_reply(id, &reply.result))
     } else {
         let mut all = events();
         all.push(SseEvent::message(&result_response(id, reply.result)));

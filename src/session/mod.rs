@@ -34,8 +34,8 @@ use crate::effects::{Effect, Reply};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::protocol::versions::{SESSION, SESSION_HEADER, SESSION_OLDER};
-use crate::protocol::{parse_message, result_response, Message, Request};
-use crate::server::{error_response, Env, Server};
+use crate::protocol::{parse_message, Message, Request};
+use crate::server::{error_response, result_reply, Env, Server};
 
 /// Handles one request to session `session_id`. `new` is set when the Worker
 /// minted the id for an `initialize`. An unknown session gets 404 and
@@ -193,8 +193,7 @@ fn initialize(
     if let Some(i) = &server.config.instructions {
         result["instructions"] = json!(i);
     }
-    let response = HttpResponse::json(200, &result_response(&r.id, result))
-        .with_header(SESSION_HEADER, session_id);
+    let response = result_reply(&r.id, &result).with_header(SESSION_HEADER, session_id);
     Ok(Reply::new(response))
 }
 
@@ -245,7 +244,7 @@ async fn request(
     meta: &mut SessionMeta,
     r: &Request,
 ) -> Result<Reply, McpError> {
-    let ok = |result: Value| Reply::new(HttpResponse::json(200, &result_response(&r.id, result)));
+    let ok = |result: Value| Reply::new(result_reply(&r.id, &result));
     match r.method.as_str() {
         "initialize" => Err(McpError::invalid_request(
             "Invalid Request: the session is already initialized",
