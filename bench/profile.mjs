@@ -7,6 +7,7 @@
 //   node bench/profile.mjs quickstart add            # stateless tools/call
 //   node bench/profile.mjs ceiling rpc-full|rpc-mcp|rpc|do|do-alarm   (rpc: a minimal request)
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
+//   node bench/profile.mjs fixtures mrtr-1|mrtr-2            # MRTR round 1 / round 2 alone
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
 //
@@ -16,6 +17,11 @@
 // Writes bench/.out/<worker>-<scenario>.cpuprofile (open it in Chrome
 // DevTools' Performance panel for the whole picture). Needs Node 22
 // (global WebSocket): `source scripts/lib.sh && with_node22 node …`.
+//
+// PROFILE_CPU=1 runs without the inspector (whose sampling slows the
+// isolate) and prints instead the CPU time workerd spent per request (user +
+// system, from /proc/<pid>/stat): on a noisy 2-core box a steadier measure
+// of a change than rps, since it does not depend on what else ran.
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -58,6 +64,16 @@ async function sessionCall(base) {
   await (await fetch(`${base}/mcp`, { method: 'POST', headers: sh, body: JSON.stringify({ jsonrpc: '2.0', method: 'notifications/initialized' }) })).text();
   return { method: 'POST', path: '/mcp', headers: sh,
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) };
+}
+/** MRTR's second round alone: one real first round, then its retry again and again. */
+async function mrtrRetry(base) {
+  const [first, second] = SCENARIOS.mrtr;
+  const reply = await (await fetch(`${base}/mcp`, { method: 'POST', headers: first.headers, body: first.body })).text();
+  const ctx = {};
+  first.onResponse(200, reply, ctx);
+  if (!ctx.state) throw new Error(`the first round answered no requestState: ${reply}`);
+  const { setupRequest, ...retry } = second;
+  return setupRequest(retry, ctx);
 }
 function ceilingRoundTrip(prefix) {
   const answers = { target: { action: 'accept', content: { target: 'staging' } } };
@@ -114,11 +130,17 @@ const w :Workerd.Worker = (
   mkdirSync(STORAGE, { recursive: true });
   const file = join(OUT, 'profile.capnp');
   writeFileSync(file, config);
-  const child = spawn(WORKERD, ['serve', file, '--experimental', `--inspector-addr=127.0.0.1:${inspector}`],
+  const cpuOnly = Boolean(process.env.PROFILE_CPU);
+  const inspectorArgs = cpuOnly ? [] : [`--inspector-addr=127.0.0.1:${inspector}`];
+  const child = spawn(WORKERD, ['serve', file, '--experimental', ...inspectorArgs],
     { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
-  const stop = () => {
+  const exited = new Promise((ok) => child.once('exit', ok));
+  // The storage goes once workerd has exited: until then it may still be
+  // writing an object's files, and removing the directory races it.
+  const stop = async () => {
     try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
-    rmSync(STORAGE, { recursive: true, force: true });
+    await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+    rmSync(STORAGE, { recursive: true, force: true, maxRetries: 5 });
   };
   try {
     const url = `http://127.0.0.1:${port}`;
@@ -128,6 +150,9 @@ const w :Workerd.Worker = (
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+    if (scenario === 'session') SCENARIOS.session = [await sessionCall(url)];
+    if (scenario === 'mrtr-2') SCENARIOS['mrtr-2'] = [await mrtrRetry(url)];
+    if (cpuOnly) return await cpuPerRequest(url, child.pid);
     const targets = await (await fetch(`http://127.0.0.1:${inspector}/json/list`)).json();
     const ws = new WebSocket(targets[0].webSocketDebuggerUrl);
     await new Promise((ok, fail) => { ws.onopen = ok; ws.onerror = fail; });
@@ -135,13 +160,13 @@ const w :Workerd.Worker = (
     const pending = new Map();
     ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
     const send = (method, params = {}) => new Promise((ok) => { id += 1; pending.set(id, ok); ws.send(JSON.stringify({ id, method, params })); });
-    if (scenario === 'session') SCENARIOS.session = [await sessionCall(url)];
     // Warm up, then profile under load.
     await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
     await send('Profiler.enable');
     await send('Profiler.setSamplingInterval', { interval: 100 });
     await send('Profiler.start');
-    const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE) } : {};
+    // As bench/run.mjs: at a fixed rate, the requests' own latencies (see its `run`).
+  const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE), ignoreCoordinatedOmission: true } : {};
     const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...rate });
     const { result } = await send('Profiler.stop');
     ws.close();
@@ -150,8 +175,33 @@ const w :Workerd.Worker = (
     report(result.profile, load, join(dir, main));
     console.log(`\nprofile: ${relative(ROOT, out)}`);
   } finally {
-    stop();
+    await stop();
   }
+}
+
+/** workerd's CPU time so far (user + system), in microseconds. */
+function cpuMicros(pid) {
+  // Fields after the command name's closing parenthesis; utime and stime are
+  // the 14th and 15th fields of the whole line, in clock ticks (100 Hz).
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10_000;
+}
+
+/** PROFILE_CPU: warm up, then CPU microseconds per request under load. */
+async function cpuPerRequest(url, pid) {
+  await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
+  // As bench/run.mjs: at a fixed rate, the requests' own latencies (see its `run`).
+  const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE), ignoreCoordinatedOmission: true } : {};
+  const before = cpuMicros(pid);
+  const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...rate });
+  const spent = cpuMicros(pid) - before;
+  const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
+  const failed = load.errors + load.timeouts + (load.non2xx ?? 0);
+  console.log(`${worker} ${scenario}: ${(spent / load.requests.total).toFixed(0)} µs CPU per request, ` +
+    `${load.requests.average.toFixed(0)} rps (p50 ${load.latency.p50} ms, p90 ${load.latency.p90} ms, ` +
+    `p99 ${load.latency.p99} ms, max ${load.latency.max} ms), workerd RSS ${(rss / 1024).toFixed(0)} MiB after` +
+    `${failed ? `; ${failed} FAILED requests` : ''}`);
 }
 
 /**

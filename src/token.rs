@@ -97,7 +97,7 @@ pub struct Claims {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal: Option<Journal>,
     /// True when the call runs in durable mode.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub durable: bool,
     /// The call's arguments, for wires whose retries do not repeat them
     /// (`tools/resumeSaga`).

@@ -421,10 +421,7 @@ impl Cx {
 
     /// Asks the client anything by method name: the answer is returned raw.
     pub fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
-        let request = InputRequest {
-            method: method.to_string(),
-            params,
-        };
+        let request = InputRequest::new(method, params);
         let mut st = self.inner.borrow_mut();
         if let Some(answer) = st.journal.answers.get(key) {
             if answer.asked != request.digest() {

@@ -24,6 +24,12 @@ pub struct InputRequest {
     /// Its params, as sent.
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub params: Value,
+    /// Its [`digest`](Self::digest), kept instead of the params in a
+    /// sealed token's journal ([`Journal::compacted`]): an answer there
+    /// needs only what was asked to match, and the params (a form's whole
+    /// schema) would be sealed, sent, returned and opened on every round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<String>,
 }
 
 /// The method of a checkpoint: a pause that asks the client nothing.
@@ -37,6 +43,15 @@ pub const TIMER: &str = "durable-mcp/timer";
 pub const DETACH: &str = "durable-mcp/detach";
 
 impl InputRequest {
+    /// A request for `method` with `params`.
+    pub fn new(method: impl Into<String>, params: Value) -> Self {
+        Self {
+            method: method.into(),
+            params,
+            digest: None,
+        }
+    }
+
     /// True for a checkpoint (see [`Cx::checkpoint`](super::Cx::checkpoint)):
     /// never sent to the client; taken as answered when the client comes back.
     pub fn is_checkpoint(&self) -> bool {
@@ -68,6 +83,9 @@ impl InputRequest {
 
     /// A digest of method and params, to notice a replay that asks something else.
     pub fn digest(&self) -> String {
+        if let Some(digest) = &self.digest {
+            return digest.clone();
+        }
         // A tuple serializes as the array `[method, params]`: the same bytes
         // as building that array, without copying the params into it.
         digest_bytes(&serde_json::to_vec(&(&self.method, &self.params)).unwrap_or_default())
@@ -75,11 +93,17 @@ impl InputRequest {
 
     /// The JSON form used on the wire (`{method, params}`).
     pub fn to_json(&self) -> Value {
-        let mut v = serde_json::json!({"method": self.method});
+        self.clone().into_json()
+    }
+
+    /// [`to_json`](Self::to_json), without copying the params.
+    pub fn into_json(self) -> Value {
+        let mut v = serde_json::Map::new();
+        v.insert("method".into(), Value::String(self.method));
         if !self.params.is_null() {
-            v["params"] = self.params.clone();
+            v.insert("params".into(), self.params);
         }
-        v
+        Value::Object(v)
     }
 }
 
@@ -101,13 +125,13 @@ pub struct Journal {
     /// How many rounds have completed (0 before the first answer).
     pub round: u32,
     /// Answers by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub answers: BTreeMap<String, Answer>,
     /// Requests sent in the last round and not answered yet, by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, InputRequest>,
     /// Memoized outputs of `cx.once` side effects, by key.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub once: BTreeMap<String, Value>,
 }
 
@@ -118,6 +142,21 @@ impl Journal {
             v: JOURNAL_VERSION,
             ..Self::default()
         }
+    }
+
+    /// This journal as a sealed token keeps it: each pending request that
+    /// goes to the client holds its digest instead of its params. Only the
+    /// next round's answers are matched against it, and the replay asks
+    /// every question again in full; a journal the server keeps (a task's,
+    /// a durable call's, a session's) stays whole, since it is shown again.
+    pub fn compacted(mut self) -> Self {
+        for request in self.pending.values_mut() {
+            if !request.is_internal() && request.digest.is_none() {
+                request.digest = Some(request.digest());
+                request.params = Value::Null;
+            }
+        }
+        self
     }
 
     /// Refuses an answer to a pending request whose shape does not fit
@@ -225,10 +264,7 @@ mod tests {
     #[test]
     fn hex_and_digests_are_stable() {
         assert_eq!(hex(&[0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
-        let r = InputRequest {
-            method: "elicitation/create".into(),
-            params: json!({"message": "?", "a": [1, 2]}),
-        };
+        let r = InputRequest::new("elicitation/create", json!({"message": "?", "a": [1, 2]}));
         assert_eq!(r.digest(), digest_json(&json!([r.method, r.params])));
         // SHA-256 of the three bytes `"x"`.
         assert_eq!(
@@ -242,10 +278,7 @@ mod tests {
         let mut j = Journal::new();
         j.pending.insert(
             "t".into(),
-            InputRequest {
-                method: "elicitation/create".into(),
-                params: json!({"message": "?"}),
-            },
+            InputRequest::new("elicitation/create", json!({"message": "?"})),
         );
         j.accept_answers([(
             "t".to_string(),
@@ -262,10 +295,7 @@ mod tests {
         let mut j = Journal::new();
         j.pending.insert(
             "a".into(),
-            InputRequest {
-                method: "elicitation/create".into(),
-                params: Value::Null,
-            },
+            InputRequest::new("elicitation/create", Value::Null),
         );
         assert_eq!(
             j.accept_answers([("zzz".to_string(), Ok(json!({"action": "accept"})))]),
@@ -281,6 +311,28 @@ mod tests {
             1
         );
         assert!(j.pending.is_empty());
+    }
+
+    #[test]
+    fn a_compacted_journal_answers_as_the_whole_one_does() {
+        let form = InputRequest::new("elicitation/create", json!({"message": "?", "s": [1]}));
+        let timer = InputRequest::new(TIMER, json!({"ms": 5}));
+        let mut whole = Journal::new();
+        whole.pending.insert("f".into(), form.clone());
+        whole.pending.insert("t".into(), timer.clone());
+        let text = serde_json::to_string(&whole.clone().compacted()).expect("serializes");
+        // The form's params stay out of the token; a timer keeps its duration.
+        assert!(!text.contains("message"), "{text}");
+        let mut compact: Journal = serde_json::from_str(&text).expect("parses");
+        assert_eq!(compact.pending["f"].digest(), form.digest());
+        assert_eq!(compact.pending["t"].timer_ms(), Some(5));
+        let answer = || [("f".to_string(), Ok(json!({"action": "accept"})))];
+        assert_eq!(whole.accept_answers(answer()), 1);
+        assert_eq!(compact.accept_answers(answer()), 1);
+        assert_eq!(compact.answers, whole.answers);
+        // A changed question no longer matches the recorded answer.
+        let changed = InputRequest::new("elicitation/create", json!({"message": "!", "s": [1]}));
+        assert_ne!(compact.answers["f"].asked, changed.digest());
     }
 
     #[test]

@@ -247,7 +247,10 @@ pub(crate) async fn run_round(
         }
     }
     journal.accept_answers(taken);
-    let before = journal.clone();
+    // The journal as this round found it, to store again if the round
+    // fails (durable mode only: elsewhere nothing is stored).
+    let round_before = journal.round;
+    let before = kept.map(|d| (d, journal.clone()));
 
     let cx = Cx::new(journal, input.caps)
         .with_call(sid.clone(), durable.is_some())
@@ -282,7 +285,7 @@ pub(crate) async fn run_round(
         }
     };
     // Only a claim that was written has to be released.
-    let claimed = kept.filter(|_| written);
+    let claimed = before.as_ref().filter(|_| written);
 
     let outcome = match outcome {
         Outcome::Complete(v) => RoundOutcome::Complete(v),
@@ -290,8 +293,8 @@ pub(crate) async fn run_round(
             Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
             // Prompts and resources have no error result: a failure is bad input.
             _ => {
-                if let Some(d) = kept {
-                    finish(d, &before, CallStatus::Completed, ctx.env.now_ms, None)?;
+                if let Some((d, before)) = &before {
+                    finish(d, before, CallStatus::Completed, ctx.env.now_ms, None)?;
                 }
                 return Err(McpError::invalid_params(m));
             }
@@ -300,9 +303,19 @@ pub(crate) async fn run_round(
             requests,
             mut journal,
         } => {
-            journal.round = before.round + 1;
+            journal.round = round_before + 1;
             let in_token = durable.is_none()
                 || serde_json::to_vec(&journal).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+            // The server keeps a durable call's journal, and a call that
+            // may become a task keeps its own; otherwise the token's copy is
+            // the only one, and the journal goes into it.
+            let keep = durable.is_some() || input.task_mode == TaskMode::Allowed;
+            let round = journal.round;
+            let sealed = match (in_token, keep) {
+                (false, _) => None,
+                (true, true) => Some(journal.clone().compacted()),
+                (true, false) => Some(std::mem::take(&mut journal).compacted()),
+            };
             let state = token::seal(
                 &server.config.keys,
                 Claims {
@@ -314,10 +327,10 @@ pub(crate) async fn run_round(
                     iat: ctx.env.now_ms,
                     exp: ctx.env.now_ms.saturating_add(server.config.state_ttl_ms),
                     sid,
-                    round: journal.round,
+                    round,
                     arguments: input.args_in_token.then(|| input.args.clone()),
                     durable: durable.is_some(),
-                    journal: in_token.then(|| journal.clone()),
+                    journal: sealed,
                 },
             )?;
             let outcome = RoundOutcome::InputRequired {
@@ -331,7 +344,7 @@ pub(crate) async fn run_round(
                     notifications,
                     status: None,
                 };
-                let reply = stored_reply(before.round, &answers_digest, &round)?;
+                let reply = stored_reply(round_before, &answers_digest, &round)?;
                 d.store.save(&StoredCall {
                     version: journal.round,
                     status: CallStatus::AwaitingInput,
@@ -348,8 +361,8 @@ pub(crate) async fn run_round(
         }
         Outcome::Error(e) => {
             // Release the claim so a corrected retry of the same round can run.
-            if let Some(d) = claimed {
-                finish(d, &before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
+            if let Some((d, before)) = claimed {
+                finish(d, before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
             }
             return Err(e);
         }
@@ -359,11 +372,11 @@ pub(crate) async fn run_round(
         notifications,
         status,
     };
-    if let (Some(d), RoundOutcome::Complete(_)) = (kept, &round.outcome) {
-        let reply = stored_reply(before.round, &answers_digest, &round)?;
+    if let (Some((d, before)), RoundOutcome::Complete(_)) = (&before, &round.outcome) {
+        let reply = stored_reply(round_before, &answers_digest, &round)?;
         finish(
             d,
-            &before,
+            before,
             CallStatus::Completed,
             ctx.env.now_ms,
             Some(reply),

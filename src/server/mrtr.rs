@@ -58,9 +58,9 @@ pub(crate) fn shape(round: Round) -> MethodReply {
             requests, state, ..
         } => {
             let reqs: Map<String, Value> = requests
-                .iter()
+                .into_iter()
                 .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k.clone(), r.to_json()))
+                .map(|(k, r)| (k, r.into_json()))
                 .collect();
             // Only internal pauses: a state-only round (the client just retries).
             if reqs.is_empty() {

@@ -75,9 +75,9 @@ pub(crate) async fn handle(
             requests, state, ..
         } => {
             let deps: Map<String, Value> = requests
-                .iter()
+                .into_iter()
                 .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k.clone(), r.to_json()))
+                .map(|(k, r)| (k, r.into_json()))
                 .collect();
             json!({"jsonrpc": "2.0", "id": request.id, "dependent_requests": deps, "requestState": state})
         }
