@@ -33,6 +33,9 @@ const OUT = join(ROOT, 'bench/.out');
 const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
 const [worker = 'quickstart', scenario = 'add'] = process.argv.slice(2);
 const SECONDS = Number(process.env.PROFILE_SECONDS ?? 6);
+// PROFILE_RATE: a fixed offered rate instead of saturation; as in
+// bench/run.mjs, the requests' own latencies (see its `run`).
+const RATE = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE), ignoreCoordinatedOmission: true } : {};
 // Durable Object storage: on disk, as the benchmark keeps it; PROFILE_TMPFS=1
 // puts it on tmpfs (/dev/shm), where the DO lanes wait on no disk I/O and the
 // profile shows the CPU each side spends (fine for one short scenario; a
@@ -165,9 +168,7 @@ const w :Workerd.Worker = (
     await send('Profiler.enable');
     await send('Profiler.setSamplingInterval', { interval: 100 });
     await send('Profiler.start');
-    // As bench/run.mjs: at a fixed rate, the requests' own latencies (see its `run`).
-  const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE), ignoreCoordinatedOmission: true } : {};
-    const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...rate });
+    const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...RATE });
     const { result } = await send('Profiler.stop');
     ws.close();
     const out = join(OUT, `${worker}-${scenario}.cpuprofile`);
@@ -191,10 +192,8 @@ function cpuMicros(pid) {
 /** PROFILE_CPU: warm up, then CPU microseconds per request under load. */
 async function cpuPerRequest(url, pid) {
   await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
-  // As bench/run.mjs: at a fixed rate, the requests' own latencies (see its `run`).
-  const rate = process.env.PROFILE_RATE ? { overallRate: Number(process.env.PROFILE_RATE), ignoreCoordinatedOmission: true } : {};
   const before = cpuMicros(pid);
-  const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...rate });
+  const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...RATE });
   const spent = cpuMicros(pid) - before;
   const rss = Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0);
   const failed = load.errors + load.timeouts + (load.non2xx ?? 0);

@@ -25,10 +25,10 @@ const OUT = join(ROOT, 'bench/.out');
 const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
 const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
-// The fixed-rate pass is measured like the throughput lanes: interleaved
-// rounds, medians; each round's p99 and the worst request are reported too.
-// (Its latencies are the requests' own: see `run` for why autocannon's
-// coordinated-omission correction is off there.)
+// The fixed-rate pass runs in interleaved rounds too; its p50 and p99 are of
+// every request of a lane's rounds together, and each round's p99 and the
+// worst request are reported as well. (Its latencies are the requests' own:
+// see `run` for why autocannon's coordinated-omission correction is off.)
 const FIXED_SECONDS = Number(process.env.BENCH_FIXED_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
@@ -243,7 +243,7 @@ async function run(url, requests, perIteration, rate) {
   // 45/72). Its pacing (a per-second budget per connection, sent at once
   // when the second starts) is not an open-loop schedule anyway: the
   // latencies are those of the requests actually sent, in those bursts.
-  // At a fixed rate, each 2xx response's latency, so a lane's rounds pool.
+  // Each 2xx response's latency is kept, so a lane's rounds pool.
   const latencies = [];
   const result = await new Promise((resolve, reject) => {
     const instance = autocannon({ url, connections: CONNECTIONS, duration: rate ? FIXED_SECONDS : SECONDS, requests, timeout: 20,
@@ -431,10 +431,8 @@ async function main() {
     }
     for (const [name, rs] of fixedRuns) {
       // p50 and p99 of every request of the lane's rounds together: at 200
-      // requests/s one 80 ms pause of this box (another isolate's garbage
-      // collection on workerd's one thread, the load generator's own) holds
-      // up a burst of requests, the top percent of one 10 s window, but not
-      // of three.
+      // requests/s one pause of this shared box can hold up the top percent
+      // of one 10 s window, but less often of three.
       const all = rs.flatMap((r) => r.latencies);
       fixed.push({ name, rate: fixedRate, p50: quantile(all, 0.5), p99: quantile(all, 0.99),
         p99s: rs.map((r) => r.p99), max: Math.max(...rs.map((r) => r.max)), count: rs.reduce((a, r) => a + r.count, 0),

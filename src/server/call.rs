@@ -304,18 +304,19 @@ pub(crate) async fn run_round(
             mut journal,
         } => {
             journal.round = round_before + 1;
-            let in_token = durable.is_none()
-                || serde_json::to_vec(&journal).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+            let round = journal.round;
             // The server keeps a durable call's journal, and a call that
             // may become a task keeps its own; otherwise the token's copy is
             // the only one, and the journal goes into it.
             let keep = durable.is_some() || input.task_mode == TaskMode::Allowed;
-            let round = journal.round;
-            let sealed = match (in_token, keep) {
-                (false, _) => None,
-                (true, true) => Some(journal.clone().compacted()),
-                (true, false) => Some(std::mem::take(&mut journal).compacted()),
+            let compact = if keep {
+                journal.clone().compacted()
+            } else {
+                std::mem::take(&mut journal).compacted()
             };
+            // The cap holds for what the token would carry.
+            let in_token = durable.is_none()
+                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
             let state = token::seal(
                 &server.config.keys,
                 Claims {
@@ -330,7 +331,7 @@ pub(crate) async fn run_round(
                     round,
                     arguments: input.args_in_token.then(|| input.args.clone()),
                     durable: durable.is_some(),
-                    journal: sealed,
+                    journal: in_token.then_some(compact),
                 },
             )?;
             let outcome = RoundOutcome::InputRequired {
