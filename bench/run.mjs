@@ -355,6 +355,11 @@ async function main() {
     // each does with them, not of how much the client sent.
     ['ceiling: parse + fixed result', at('ceiling'), [{ ...modernReq('add', { a: 1, b: 2 }), path: '/rpc' }], 1],
     ['ceiling: DO round trip (fresh object, then again)', at('ceiling'), ceilingRoundTrip('/do/', durableRounds), 2],
+    // The MRTR round trip's shape: a fixed answer carrying a state as long
+    // as ours, then the retry carrying it back (the same client code as
+    // the MRTR lanes, whose work per request shares the cores with workerd).
+    ['ceiling: round trip (a fixed state, then the retry carrying it)', at('ceiling'), roundTrip('test_input_required_result_elicitation', {},
+      { user_name: { action: 'accept', content: { name: 'bench' } } }).map((r) => ({ ...r, path: '/rpc-state' })), 2],
     // Floors: the ceilings plus what the targets leave out (see bench/ceiling).
     ['ceiling: parse + the 2026-07-28 header checks', at('ceiling'), [{ ...modernReq('add', { a: 1, b: 2 }), path: '/rpc-mcp' }], 1],
     ['ceiling: DO round trip + the cleanup alarm', at('ceiling'), ceilingRoundTrip('/do-alarm/', durableRounds), 2],
@@ -473,6 +478,7 @@ async function main() {
   console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   const perRequest = (a, b, n) => (get(a) && get(b) ? `${((n * get(a)) / get(b)).toFixed(2)}×` : 'n/a');
   console.log(`  MRTR round trip vs ceiling:     ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result', 2)} (per request: 2 × round trips / ceiling requests)`);
+  console.log(`  MRTR round trip vs the ceiling's round trip: ${ratio('durable-mcp: MRTR round trip', 'ceiling: round trip (a fixed state, then the retry carrying it)')} (the same client work per request on both)`);
   console.log(`  MRTR round 1 / round 2 vs ceiling: ${ratio('durable-mcp: MRTR round 1 (input_required)', 'ceiling: parse + fixed result')} / ${ratio('durable-mcp: MRTR round 2 (the retry, completes)', 'ceiling: parse + fixed result')}`);
   console.log(`  stateless call vs the 2026-07-28 floor: ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + the 2026-07-28 header checks')}`);
   console.log(`  MRTR vs the 2026-07-28 floor:   ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + the 2026-07-28 header checks', 2)} (per request)`);

@@ -79,13 +79,15 @@ macro_rules! entry {
                 $crate::IntoRegistry::into_registry($build(bindings))
             }
 
-            #[::worker::event(fetch)]
-            async fn fetch(
+            // Synchronous: see `durable_mcp::worker::fetch` (a `Response`,
+            // or a promise of one only when something waits).
+            #[::worker::wasm_bindgen::prelude::wasm_bindgen(wasm_bindgen = ::worker::wasm_bindgen)]
+            pub fn fetch(
                 req: ::worker::worker_sys::web_sys::Request,
                 env: ::worker::Env,
-                _ctx: ::worker::Context,
-            ) -> ::worker::Result<::worker::worker_sys::web_sys::Response> {
-                $crate::worker::fetch(req, env, build).await
+                _ctx: ::worker::wasm_bindgen::JsValue,
+            ) -> ::worker::wasm_bindgen::JsValue {
+                $crate::worker::fetch(req, env, build)
             }
 
             /// Every durable call, 2025-11-25 session and the listen hub.

@@ -42,6 +42,12 @@ export function new_response(status, headers, body) {
   return new Response(body === undefined ? null : body.slice(), { status, headers: header_list(headers) });
 }
 
+// The whole body, then `then(env, head, body)` (or `then(env, head, why)`
+// when the read fails), whose answer is the response or a promise of one.
+export function after_body(req, env, head, then) {
+  return req.arrayBuffer().then((b) => then(env, head, b), (e) => then(env, head, e));
+}
+
 export function new_request(url, method, headers, body, stream) {
   const init = { method, headers: header_list(headers) };
   if (stream !== undefined) init.body = stream;
@@ -64,6 +70,16 @@ extern "C" {
         body: Option<&[u8]>,
     ) -> Result<web_sys::Response, wasm_bindgen::JsValue>;
 
+    /// Reads `req`'s whole body, then calls `then` with `env`, `head` and
+    /// the body's `ArrayBuffer` (or the read's error); a promise of what
+    /// `then` answers.
+    pub(crate) fn after_body(
+        req: &web_sys::Request,
+        env: &wasm_bindgen::JsValue,
+        head: &wasm_bindgen::JsValue,
+        then: &Then,
+    ) -> wasm_bindgen::JsValue;
+
     /// A request to an object: `headers` as for [`new_response`]; the
     /// body is `stream` when given, else a copy of `body`.
     #[wasm_bindgen(catch)]
@@ -75,6 +91,16 @@ extern "C" {
         stream: Option<web_sys::ReadableStream>,
     ) -> Result<web_sys::Request, wasm_bindgen::JsValue>;
 }
+
+/// The callback [`after_body`] continues in: `(env, head, body)` to a
+/// `Response`, or a promise of one.
+pub(crate) type Then = wasm_bindgen::closure::Closure<
+    dyn Fn(
+        wasm_bindgen::JsValue,
+        wasm_bindgen::JsValue,
+        wasm_bindgen::JsValue,
+    ) -> wasm_bindgen::JsValue,
+>;
 
 /// `headers` joined as [`new_response`] and [`new_request`] take them.
 pub(crate) fn join_headers(headers: &[(String, String)]) -> String {

@@ -7,7 +7,8 @@
 //! converted, handed to [`crate::host`], and the reply's effects applied.
 //!
 //! # Layout
-//! - `mod.rs`: the fetch entry and the server built once per isolate.
+//! - `mod.rs`: the server built once per isolate, forwarding to an object.
+//! - `fetch.rs`: the fetch entry (synchronous unless something waits).
 //! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`];
 //!   `js.rs`: the conversions every request makes (its head, a response, a
 //!   request to an object), each one call into JS.
@@ -17,6 +18,7 @@
 
 mod call_store;
 mod convert;
+mod fetch;
 mod js;
 mod object;
 mod session_store;
@@ -29,15 +31,16 @@ use std::rc::Rc;
 use worker::worker_sys::web_sys;
 use worker::{Env, Result};
 
+pub use fetch::fetch;
 pub use object::Object;
 
 use crate::app::{Bindings, Registry};
 use crate::effects::Effect;
 use crate::error::McpError;
-use crate::host::{self, Route};
+use crate::host;
 use crate::http::HttpRequest;
-use crate::server::{error_response, Config, Server};
-use convert::{read_body, to_http_head, to_object_request, to_web_response};
+use crate::server::{Config, Server};
+use convert::to_object_request;
 
 /// The user's entry function, as the macro passes it.
 pub type Build = fn(&Bindings) -> std::result::Result<Registry, String>;
@@ -81,39 +84,6 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     });
     SERVER.with(|s| *s.borrow_mut() = Some(isolate.clone()));
     Ok(isolate)
-}
-
-/// The Worker's `fetch` event. It takes and returns the runtime's own
-/// request and response (no `worker::Request` wrapper, which reads `cf`,
-/// the URL and the headers whether they are needed or not).
-pub async fn fetch(req: web_sys::Request, env: Env, build: Build) -> Result<web_sys::Response> {
-    let isolate = match server(&env, build) {
-        Ok(s) => s,
-        Err(e) => {
-            worker::console_error!("{}", e.message);
-            return to_web_response(error_response(&e, None));
-        }
-    };
-    let server = &isolate.server;
-    let now = request_env();
-    let mut http = to_http_head(&req, &isolate.client_headers);
-    // A session's request goes on by its head; its object reads the body.
-    if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
-        return forward(&env, &name, &request, req.body().as_ref()).await;
-    }
-    if let Err(e) = read_body(&req, &mut http, server.config.max_body_bytes).await {
-        let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
-        return to_web_response(error_response(&e, None));
-    }
-    match host::route(server, &http, &now) {
-        Route::Local(local) => {
-            let reply = host::serve_local(server, &http, &now, local).await;
-            // The only effect a stateless request has: list changes.
-            broadcast(server, &env, &reply.effects).await;
-            to_web_response(reply.response)
-        }
-        Route::Object { name, request } => forward(&env, &name, &request, None).await,
-    }
 }
 
 /// Sends a request to the object called `name` and returns its response

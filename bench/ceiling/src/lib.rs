@@ -7,6 +7,12 @@
 //!   writes one SQLite row and answers — what a durable round must at
 //!   least do (the bench sends a fresh name, then the same name again).
 //!
+//! - `POST /rpc-state`: as `/rpc`, for a two-request round trip: a body
+//!   without `params.requestState` gets a fixed answer carrying a fixed
+//!   610-character state (as long as an MRTR round's sealed state), one
+//!   with it the fixed result — the shape of an MRTR round trip, with
+//!   nothing sealed, opened or replayed.
+//!
 //! Nothing there is MCP; that is the point. Two more routes measure what
 //! the targets leave out, to show where the rest of the gap goes:
 //!
@@ -65,11 +71,28 @@ mod glue {
                 .with_status(400));
             }
         }
+        let id = body.get("id").cloned().unwrap_or(Value::Null);
+        if path == "/rpc-state" && !body["params"]["requestState"].is_string() {
+            return Response::from_json(&json!({
+                "jsonrpc": "2.0", "id": id,
+                "result": {
+                    "resultType": "input_required",
+                    "inputRequests": {"q": {"method": "elicitation/create", "params": {
+                        "message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
+                    "requestState": FIXED_STATE.with(|s| s.clone()),
+                },
+            }));
+        }
         Response::from_json(&json!({
             "jsonrpc": "2.0",
-            "id": body.get("id").cloned().unwrap_or(Value::Null),
+            "id": id,
             "result": {"resultType": "complete", "content": [{"type": "text", "text": "3"}]},
         }))
+    }
+
+    thread_local! {
+        /// What `/rpc-state` hands out as the state: 610 base64url characters.
+        static FIXED_STATE: String = "v1.".to_string() + &"AbCdEfGhIj".repeat(61)[..607];
     }
 
     /// One SQLite write per request.

@@ -1,0 +1,193 @@
+//! The Worker's `fetch` event, answered without an executor when nothing
+//! has to wait.
+//!
+//! An `async` export (what `#[worker::event(fetch)]` makes) runs every
+//! request through wasm-bindgen's futures: a promise made around a new
+//! closure, a task queued with `queueMicrotask`, two more closures to await
+//! the body, and the task queued again when it arrives. Profiled under load
+//! that machinery was about a tenth of a stateless call's CPU, most of it
+//! `queueMicrotask` (workerd wraps each callback). Here the export is
+//! synchronous: the body is awaited in JS (`arrayBuffer().then` with one
+//! callback made once per isolate), and the server's future is polled once
+//! on the spot; only what really waits (a forwarded request, a tool that
+//! awaits, a body of unknown length) goes to an executor, as before.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::{JsCast, JsValue};
+use worker::worker_sys::web_sys;
+use worker::{Env, Result};
+
+use super::convert::{read_body, to_http_head, to_web_response};
+use super::{broadcast, forward, js, request_env, server, Build, Isolate};
+use crate::error::McpError;
+use crate::host::{self, Route};
+use crate::http::HttpRequest;
+use crate::server::error_response;
+
+thread_local! {
+    /// The callback every whole-body read continues in (one per isolate:
+    /// making a wasm-bindgen closure per request costs a JS function and a
+    /// finalizer registration each time).
+    static AFTER_BODY: js::Then = Closure::new(after_body as fn(JsValue, JsValue, JsValue) -> JsValue);
+    /// The build function the callback needs (the entry passes it on every
+    /// request; it is the same function for the isolate's lifetime).
+    static BUILD: std::cell::Cell<Option<Build>> = const { std::cell::Cell::new(None) };
+}
+
+/// The Worker's `fetch` event: a `Response`, or a `Promise` of one.
+pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
+    BUILD.with(|b| b.set(Some(build)));
+    let isolate = match server(&env, build) {
+        Ok(s) => s,
+        Err(e) => {
+            worker::console_error!("{}", e.message);
+            return settle(to_web_response(error_response(&e, None)));
+        }
+    };
+    let server = &isolate.server;
+    let now = request_env();
+    let http = to_http_head(&req, &isolate.client_headers);
+    // A session's request goes on by its head; its object reads the body.
+    if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
+        return later(async move { forward(&env, &name, &request, req.body().as_ref()).await });
+    }
+    if http.method == "GET" || http.method == "HEAD" {
+        return answer(isolate, env, http);
+    }
+    let declared = http
+        .header("content-length")
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match declared {
+        // Over the cap: the core refuses it unread.
+        Some(n) if n > server.config.max_body_bytes as u64 => answer(isolate, env, http),
+        // The whole body in one read, continued in `after_body`.
+        Some(_) => {
+            AFTER_BODY.with(|then| js::after_body(&req, env.as_ref(), &http_head(&http), then))
+        }
+        // No declared length: read chunks up to the cap, in an executor.
+        None => later(async move {
+            let mut http = http;
+            if let Err(e) = read_body(&req, &mut http, isolate.server.config.max_body_bytes).await {
+                return unreadable(&e);
+            }
+            respond(&isolate, &env, http).await
+        }),
+    }
+}
+
+/// A request's head as [`js::after_body`] carries it to the callback (so
+/// the callback need not ask the runtime for it again).
+fn http_head(http: &HttpRequest) -> JsValue {
+    let mut head = String::with_capacity(64);
+    head.push_str(&http.method);
+    head.push('\n');
+    head.push_str(&http.path);
+    for (k, v) in &http.headers {
+        head.push('\n');
+        head.push_str(k);
+        head.push('\n');
+        head.push_str(v);
+    }
+    JsValue::from(head)
+}
+
+/// The body-read callback: `body` is the `ArrayBuffer`, or why the read
+/// failed.
+fn after_body(env: JsValue, head: JsValue, body: JsValue) -> JsValue {
+    let env: Env = env.unchecked_into();
+    let Some(build) = BUILD.with(|b| b.get()) else {
+        return settle(Err(worker::Error::RustError("no build function".into())));
+    };
+    let isolate = match server(&env, build) {
+        Ok(s) => s,
+        Err(e) => return settle(to_web_response(error_response(&e, None))),
+    };
+    let head = head.as_string().unwrap_or_default();
+    let mut parts = head.split('\n');
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut headers = Vec::new();
+    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
+        headers.push((k.to_string(), v.to_string()));
+    }
+    let Some(buffer) = body.dyn_ref::<js_sys::ArrayBuffer>() else {
+        let why = worker::Error::from(body);
+        return settle(unreadable(&why));
+    };
+    let http = HttpRequest {
+        method,
+        path,
+        headers,
+        body: js_sys::Uint8Array::new(buffer).to_vec(),
+    };
+    answer(isolate, env, http)
+}
+
+/// Serves a request whose body is read: at once when the server's future
+/// completes on its first poll (a stateless call to a tool that does not
+/// await), else in an executor.
+fn answer(isolate: Rc<Isolate>, env: Env, http: HttpRequest) -> JsValue {
+    let mut future = Box::pin(async move { respond(&isolate, &env, http).await });
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(r) => settle(r),
+        // Polled again by the executor with a real waker: every future
+        // waiting inside registers that one on its next poll.
+        Poll::Pending => later(future),
+    }
+}
+
+/// The response to a request (body read): routed, served here or forwarded.
+async fn respond(isolate: &Isolate, env: &Env, http: HttpRequest) -> Result<web_sys::Response> {
+    let server = &isolate.server;
+    let now = request_env();
+    match host::route(server, &http, &now) {
+        Route::Local(local) => {
+            let reply = host::serve_local(server, &http, &now, local).await;
+            // The only effect a stateless request has: list changes.
+            broadcast(server, env, &reply.effects).await;
+            to_web_response(reply.response)
+        }
+        Route::Object { name, request } => forward(env, &name, &request, None).await,
+    }
+}
+
+/// A 400 for a body the runtime could not read.
+fn unreadable(e: &worker::Error) -> Result<web_sys::Response> {
+    let e = McpError::invalid_request(format!("Invalid Request: unreadable request: {e}"));
+    to_web_response(error_response(&e, None))
+}
+
+/// A future's response, as a promise the runtime awaits.
+fn later(future: impl Future<Output = Result<web_sys::Response>> + 'static) -> JsValue {
+    promise(Box::pin(future))
+}
+
+/// [`later`], not generic: one executor glue for every caller (a generic
+/// async block is compiled once per caller's type; the glue is big).
+fn promise(future: Pin<Box<dyn Future<Output = Result<web_sys::Response>>>>) -> JsValue {
+    wasm_bindgen_futures::future_to_promise(async move { Ok(settle(future.await)) }).into()
+}
+
+/// A response as the runtime takes it; an error (a failed JS call, never a
+/// protocol error: those are responses) is logged and answered with a 500.
+fn settle(response: Result<web_sys::Response>) -> JsValue {
+    match response {
+        Ok(r) => r.into(),
+        Err(e) => {
+            worker::console_error!("{e}");
+            let e = McpError::internal("internal error");
+            match to_web_response(error_response(&e, None)) {
+                Ok(r) => r.into(),
+                Err(e) => e.into(),
+            }
+        }
+    }
+}
