@@ -9,6 +9,10 @@ use worker::{Headers, IntoResponse, Request, Response, Result};
 use super::js;
 use crate::http::{encode_all, Body, HttpRequest, HttpResponse, KEEPALIVE};
 
+/// How much of a body of unknown length past the cap is read and dropped
+/// before the stream is cancelled.
+const DRAIN_AFTER_CAP: usize = 4 << 20;
+
 /// How often a held-open SSE stream sends `: keepalive`.
 const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(25);
 
@@ -65,12 +69,21 @@ pub(crate) async fn read_body(
             http.body = js_sys::Uint8Array::new(&buffer).to_vec();
         }
         Some(_) => {}
-        // No declared length: read chunks, and stop past the cap.
+        // No declared length: read chunks, keeping no more than the cap.
         None => {
             let mut stream = Request::from(Clone::clone(req)).stream()?;
+            let mut read = 0usize;
             while let Some(chunk) = stream.next().await {
-                http.body.extend_from_slice(&chunk?);
-                if http.body.len() > cap {
+                let chunk = chunk?;
+                read += chunk.len();
+                if http.body.len() <= cap {
+                    http.body.extend_from_slice(&chunk);
+                }
+                // Past the cap the rest is read and dropped (up to a bound)
+                // rather than the stream cancelled: cancelled mid-upload,
+                // `wrangler dev`'s proxy took the broken upload for a
+                // restart and failed the next request with a 503 (1 in 30).
+                if read > cap.saturating_add(DRAIN_AFTER_CAP) {
                     break;
                 }
             }

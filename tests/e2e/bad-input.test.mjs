@@ -3,6 +3,7 @@
 // named one.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
 import { startWrangler } from './wrangler.mjs';
 import {
   MODERN, META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES,
@@ -300,6 +301,35 @@ describe('MAX_BODY_BYTES=1024 and API_TOKENS=alice:tok-alice-123', () => {
     assert.ok(JSON.stringify(small.body).length < 1024);
     const ok = await post(url, small.headers, small.body);
     assert.equal(ok.status, 200, ok.text);
+  });
+
+  test('a body sent in chunks, with no Content-Length: served under 1024 bytes, 413 over', async () => {
+    // The Worker reads a body of unknown length chunk by chunk, up to the
+    // cap (a declared one it reads in one go): a path of its own.
+    const auth = { authorization: `Bearer ${TOKEN}` };
+    const chunked = (pad, id) => new Promise((ok, fail) => {
+      const { headers, body } = modernRequest('server/discover', { pad }, { id, headers: auth });
+      const text = JSON.stringify(body);
+      const req = httpRequest(url, { method: 'POST', headers: { ...headers, 'transfer-encoding': 'chunked' } }, (res) => {
+        let out = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => { out += c; });
+        res.on('end', () => ok({ status: res.statusCode, headers: new Headers(res.headers), text: out, json: JSON.parse(out) }));
+        res.on('error', fail);
+      });
+      req.on('error', fail);
+      // Three writes: three chunks on the wire.
+      const third = Math.ceil(text.length / 3);
+      req.write(text.slice(0, third));
+      req.write(text.slice(third, 2 * third));
+      req.end(text.slice(2 * third));
+    });
+    const small = await chunked('x'.repeat(100), 97);
+    assert.equal(small.status, 200, small.text);
+    assert.equal(small.json.id, 97);
+    assert.ok(Array.isArray(small.json.result.supportedVersions), small.text);
+    const big = await chunked('x'.repeat(1100), 98);
+    assertError(big, 413, -32600);
   });
 
   test('no Authorization header is 401 with a Bearer WWW-Authenticate challenge', async () => {
