@@ -100,25 +100,53 @@ ${workers.map((w) => capnpWorker(w, w.out)).join('\n')}
 `;
   const file = join(OUT, 'workerd.capnp');
   writeFileSync(file, config);
-  const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+  let child;
+  const start = async () => {
+    child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
+    for (const w of workers) {
+      const url = `http://127.0.0.1:${ports[w.name]}/`;
+      for (let i = 0; ; i++) {
+        try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
+          if (i > 200 || child.exitCode !== null) { stop(); throw new Error(`workerd did not serve ${w.name}`); }
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+    }
+  };
   // Stopping also frees the objects' files (on tmpfs they hold memory).
   const stop = () => {
     try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
     rmSync(disk, { recursive: true, force: true });
   };
-  for (const w of workers) {
-    const url = `http://127.0.0.1:${ports[w.name]}/`;
-    for (let i = 0; ; i++) {
-      try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
-        if (i > 200 || child.exitCode !== null) { stop(); throw new Error(`workerd did not serve ${w.name}`); }
-        await new Promise((r) => setTimeout(r, 100));
-      }
-    }
-  }
-  return { ports, stop };
+  // Every object workerd has opened keeps its SQLite database open (2–3
+  // file descriptors), and a DO lane opens a few thousand fresh ones per
+  // window. Past some 3,000 open objects workerd's SQLite failed with
+  // SQLITE_NOMEM and every DO request, the ceiling's too, was a 500
+  // (2026-11-25: 550 errors in one run's third durable round; thousands
+  // when the DO lanes ran back to back). So before a window, a workerd
+  // holding more than `FD_BUDGET` descriptors (after a DO lane's window,
+  // that is) is restarted on the same ports and the same storage (the
+  // session and the task the lanes use are reopened from disk when next
+  // asked for), and the lane warmed again.
+  const freshIfNeeded = async () => {
+    let open = 0;
+    try { open = readdirSync(`/proc/${child.pid}/fd`).length; } catch { return false; }
+    if (open <= FD_BUDGET) return false;
+    const exited = new Promise((ok) => child.once('exit', ok));
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+    await exited;
+    await start();
+    console.error(`(workerd restarted: it held ${open} file descriptors)`);
+    return true;
+  };
+  await start();
+  return { ports, stop, freshIfNeeded };
 }
 
 // ---- requests ----
+
+/** Open file descriptors workerd may hold before a window starts (see `serve`). */
+const FD_BUDGET = Number(process.env.BENCH_FD_BUDGET ?? 2000);
 
 const MODERN = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
@@ -251,9 +279,14 @@ async function run(url, requests, perIteration, rate) {
     if (rate) instance.on('response', (_client, status, _bytes, ms) => { if (status >= 200 && status < 300) latencies.push(ms); });
   });
   const errors = result.errors + result.timeouts + (result.non2xx ?? 0);
+  // What the errors were: connection errors, timeouts, or which statuses.
+  const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'))
+    .map(([code, { count }]) => `${count}× ${code}`);
+  const errorKinds = errors ? [result.errors && `${result.errors} connection errors`, result.timeouts && `${result.timeouts} timeouts`,
+    ...statuses].filter(Boolean).join(', ') : '';
   // rps of whole iterations (a round trip is `perIteration` requests).
   return { rps: result.requests.average / perIteration, p50: result.latency.p50, p99: result.latency.p99,
-    max: result.latency.max, count: result.requests.total, errors, latencies };
+    max: result.latency.max, count: result.requests.total, errors, errorKinds, latencies };
 }
 
 /** The `q` quantile of `xs` (nearest rank), in whole ms as autocannon reports them. */
@@ -344,7 +377,7 @@ async function main() {
   }
   const peers = peerBuilt ? JSON.parse(readFileSync(join(PEER, 'bench-workers.json'), 'utf8')) : [];
   for (const p of peers) workers.push({ ...p, out: join(PEER, p.out) });
-  const { ports, stop } = await serve(workers);
+  const { ports, stop, freshIfNeeded } = await serve(workers);
   const at = (name) => `http://127.0.0.1:${ports[name]}`;
   preflight(workers, at);
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
@@ -429,9 +462,11 @@ async function main() {
     }
     for (let round = 0; round < ROUNDS; round++) {
       for (const [name, url, requests, per] of chosen) {
+        // After a restart, the lane warms the new isolates first (2 s).
+        if (await freshIfNeeded()) await autocannon({ url, connections: CONNECTIONS, duration: 2, requests, timeout: 20 });
         const r = await run(url, requests, per);
         results.get(name).push(r);
-        console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors)` : ''}`);
+        console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors: ${r.errorKinds})` : ''}`);
       }
     }
     for (const [name, rs] of fixedRuns) {
