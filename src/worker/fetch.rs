@@ -5,8 +5,9 @@
 //! request through wasm-bindgen's futures: a promise made around a new
 //! closure, a task queued with `queueMicrotask`, two more closures to await
 //! the body, and the task queued again when it arrives. Profiled under load
-//! that machinery was about a tenth of a stateless call's CPU, most of it
-//! `queueMicrotask` (workerd wraps each callback). Here the export is
+//! that machinery was about a tenth of an MRTR round's samples, half of it
+//! `queueMicrotask` (workerd wraps each callback); without it a stateless
+//! call costs a sixth less CPU (`docs/PERFORMANCE.md`). Here the export is
 //! synchronous: the body is awaited in JS (`arrayBuffer().then` with one
 //! callback made once per isolate), and the server's future is polled once
 //! on the spot; only what really waits (a forwarded request, a tool that
