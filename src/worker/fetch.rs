@@ -23,26 +23,22 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::worker_sys::web_sys;
 use worker::{Env, Result};
 
-use super::convert::{read_body, to_http_head, to_web_response};
-use super::{broadcast, forward, js, request_env, server, Build, Isolate};
+use super::convert::{parse_head, read_body, to_http_head, to_web_response, write_head};
+use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
 use crate::error::McpError;
 use crate::host::{self, Route};
 use crate::http::HttpRequest;
-use crate::server::error_response;
+use crate::server::{error_response, Env as ServerEnv};
 
 thread_local! {
     /// The callback every whole-body read continues in (one per isolate:
     /// making a wasm-bindgen closure per request costs a JS function and a
     /// finalizer registration each time).
     static AFTER_BODY: js::Then = Closure::new(after_body as fn(JsValue, JsValue, JsValue) -> JsValue);
-    /// The build function the callback needs (the entry passes it on every
-    /// request; it is the same function for the isolate's lifetime).
-    static BUILD: std::cell::Cell<Option<Build>> = const { std::cell::Cell::new(None) };
 }
 
 /// The Worker's `fetch` event: a `Response`, or a `Promise` of one.
 pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
-    BUILD.with(|b| b.set(Some(build)));
     let isolate = match server(&env, build) {
         Ok(s) => s,
         Err(e) => {
@@ -58,82 +54,55 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
         return later(async move { forward(&env, &name, &request, req.body().as_ref()).await });
     }
     if http.method == "GET" || http.method == "HEAD" {
-        return answer(isolate, env, http);
+        return answer(isolate, env, http, now);
     }
     let declared = http
         .header("content-length")
         .and_then(|v| v.trim().parse::<u64>().ok());
     match declared {
         // Over the cap: the core refuses it unread.
-        Some(n) if n > server.config.max_body_bytes as u64 => answer(isolate, env, http),
-        // The whole body in one read, continued in `after_body`.
-        Some(_) => {
-            AFTER_BODY.with(|then| js::after_body(&req, env.as_ref(), &http_head(&http), then))
-        }
+        Some(n) if n > server.config.max_body_bytes as u64 => answer(isolate, env, http, now),
+        // The whole body in one read, continued in `after_body` (which
+        // takes its own clock reading: this one is a moment old by then).
+        Some(_) => AFTER_BODY.with(|then| {
+            let head = JsValue::from(write_head(&http));
+            js::after_body(&req, env.as_ref(), &head, then)
+        }),
         // No declared length: read chunks up to the cap, in an executor.
         None => later(async move {
             let mut http = http;
             if let Err(e) = read_body(&req, &mut http, isolate.server.config.max_body_bytes).await {
                 return unreadable(&e);
             }
-            respond(&isolate, &env, http).await
+            respond(&isolate, &env, http, now).await
         }),
     }
 }
 
-/// A request's head as [`js::after_body`] carries it to the callback (so
-/// the callback need not ask the runtime for it again).
-fn http_head(http: &HttpRequest) -> JsValue {
-    let mut head = String::with_capacity(64);
-    head.push_str(&http.method);
-    head.push('\n');
-    head.push_str(&http.path);
-    for (k, v) in &http.headers {
-        head.push('\n');
-        head.push_str(k);
-        head.push('\n');
-        head.push_str(v);
-    }
-    JsValue::from(head)
-}
-
-/// The body-read callback: `body` is the `ArrayBuffer`, or why the read
-/// failed.
+/// The body-read callback: `head` is what [`write_head`] wrote, `body`
+/// the `ArrayBuffer`, or why the read failed.
 fn after_body(env: JsValue, head: JsValue, body: JsValue) -> JsValue {
     let env: Env = env.unchecked_into();
-    let Some(build) = BUILD.with(|b| b.get()) else {
-        return settle(Err(worker::Error::RustError("no build function".into())));
+    // `fetch` built the isolate's server before it started the read.
+    let Some(isolate) = built() else {
+        return settle(Err(worker::Error::RustError(
+            "the server was not built".into(),
+        )));
     };
-    let isolate = match server(&env, build) {
-        Ok(s) => s,
-        Err(e) => return settle(to_web_response(error_response(&e, None))),
-    };
-    let head = head.as_string().unwrap_or_default();
-    let mut parts = head.split('\n');
-    let method = parts.next().unwrap_or_default().to_string();
-    let path = parts.next().unwrap_or_default().to_string();
-    let mut headers = Vec::new();
-    while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
-        headers.push((k.to_string(), v.to_string()));
-    }
     let Some(buffer) = body.dyn_ref::<js_sys::ArrayBuffer>() else {
         let why = worker::Error::from(body);
         return settle(unreadable(&why));
     };
-    let http = HttpRequest {
-        method,
-        path,
-        headers,
-        body: js_sys::Uint8Array::new(buffer).to_vec(),
-    };
-    answer(isolate, env, http)
+    let mut http = parse_head(&head.as_string().unwrap_or_default());
+    http.body = js_sys::Uint8Array::new(buffer).to_vec();
+    answer(isolate, env, http, request_env())
 }
 
 /// Serves a request whose body is read: at once when the server's future
 /// completes on its first poll (a stateless call to a tool that does not
 /// await), else in an executor.
-fn answer(isolate: Rc<Isolate>, env: Env, http: HttpRequest) -> JsValue {
-    let mut future = Box::pin(async move { respond(&isolate, &env, http).await });
+fn answer(isolate: Rc<Isolate>, env: Env, http: HttpRequest, now: ServerEnv) -> JsValue {
+    let mut future = Box::pin(async move { respond(&isolate, &env, http, now).await });
     match future
         .as_mut()
         .poll(&mut Context::from_waker(Waker::noop()))
@@ -146,9 +115,13 @@ fn answer(isolate: Rc<Isolate>, env: Env, http: HttpRequest) -> JsValue {
 }
 
 /// The response to a request (body read): routed, served here or forwarded.
-async fn respond(isolate: &Isolate, env: &Env, http: HttpRequest) -> Result<web_sys::Response> {
+async fn respond(
+    isolate: &Isolate,
+    env: &Env,
+    http: HttpRequest,
+    now: ServerEnv,
+) -> Result<web_sys::Response> {
     let server = &isolate.server;
-    let now = request_env();
     match host::route(server, &http, &now) {
         Route::Local(local) => {
             let reply = host::serve_local(server, &http, &now, local).await;

@@ -62,9 +62,14 @@ pub(crate) struct Isolate {
     pub(crate) object_headers: js_sys::Array,
 }
 
+/// The isolate's server, if it is built.
+pub(crate) fn built() -> Option<Rc<Isolate>> {
+    SERVER.with(|s| s.borrow().clone())
+}
+
 /// The isolate's server, built on first use.
 pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>, McpError> {
-    if let Some(s) = SERVER.with(|s| s.borrow().clone()) {
+    if let Some(s) = built() {
         return Ok(s);
     }
     // Panics are bugs; at least make them readable in `wrangler tail`.
