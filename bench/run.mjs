@@ -396,6 +396,9 @@ async function main() {
     // Floors: the ceilings plus what the targets leave out (see bench/ceiling).
     ['ceiling: parse + the 2026-07-28 header checks', at('ceiling'), [{ ...modernReq('add', { a: 1, b: 2 }), path: '/rpc-mcp' }], 1],
     ['ceiling: DO round trip + the cleanup alarm', at('ceiling'), ceilingRoundTrip('/do-alarm/', durableRounds), 2],
+    // The plain-DO ceiling of the design durable-mcp has now: calls in 16
+    // long-lived shard objects, one alarm per shard (CALL_SHARDS).
+    ['ceiling: DO round trip, sharded (16 objects, an alarm each)', at('ceiling'), ceilingRoundTrip('/do-shard/', durableRounds), 2],
     // For reference: the ceiling as the first runs measured it, sent a
     // 45-byte body and one header; what the request's size alone costs.
     ['ceiling: parse + fixed result, a minimal request (reference)', at('ceiling'), [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
@@ -519,6 +522,7 @@ async function main() {
   console.log(`  MRTR vs the 2026-07-28 floor:   ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + the 2026-07-28 header checks', 2)} (per request)`);
   console.log(`  durable round trip vs DO + alarm: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip + the cleanup alarm')}`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
+  console.log(`  durable round trip vs plain DO, sharded alike: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip, sharded (16 objects, an alarm each)')}`);
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   console.log(`  stateless call vs agents echo:  ${ratio('durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)')}`);
   console.log(`  MRTR round trip vs agents:      ${ratio('durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)')}`);

@@ -44,6 +44,11 @@ pub enum Effect {
     /// Arm this object's alarm for this time (ms since the epoch); it
     /// replaces any earlier one.
     WakeAt(u64),
+    /// Make sure this object's alarm fires by this time (ms since the
+    /// epoch): arm it unless it is already armed for then or earlier. The
+    /// alarm that fires sweeps everything due and arms itself for what is
+    /// left, so an earlier alarm serves a later deadline too.
+    WakeBy(u64),
     /// Delete this object's storage and close its open streams.
     DeleteStorage,
 }

@@ -77,7 +77,7 @@ pub struct TestServer {
     /// The fake clock, in ms since the epoch.
     pub now_ms: u64,
     next_random: u8,
-    /// Durable Objects by name (`call:<id>`, `session:<id>`).
+    /// Durable Objects by name (`calls:<n>`, `call:<id>`, `session:<id>` …).
     pub objects: BTreeMap<String, TestObject>,
     /// What requests pushed to held-open session streams, in order.
     pub pushes: Vec<Push>,
@@ -275,6 +275,15 @@ impl TestServer {
                         // The Worker arms the alarm for every WakeAt.
                         self.requests.alarms_armed += 1;
                         o.alarm_at = Some(*at);
+                    }
+                }
+                Effect::WakeBy(by) => {
+                    if let Some(o) = object.and_then(|n| self.objects.get_mut(n)) {
+                        // Only when not armed for then or earlier.
+                        if o.alarm_at.is_none_or(|at| at > *by) {
+                            self.requests.alarms_armed += 1;
+                            o.alarm_at = Some(*by);
+                        }
                     }
                 }
                 Effect::DeleteStorage => {

@@ -1,7 +1,8 @@
 //! Inside a Durable Object. One class serves three kinds of instance, told
 //! apart by the internal header the Worker set ([`super::route`]):
 //!
-//! - `call:<id>`: one durable call (its journal, claims, idle TTL);
+//! - `calls:<n>`: the durable calls of shard `n` (their journals, claims,
+//!   idle TTL); `call:<id>`, one call, when calls are not sharded;
 //! - `task:<id>`: one task (its journal and status; its alarm runs it);
 //! - `session:<id>`: one 2025-11-25 session (its calls and event log);
 //! - `hub`: every `subscriptions/listen` stream, and the fan-out of list
@@ -90,16 +91,23 @@ pub async fn alarm(
             now_ms,
         )?]);
     }
-    // A durable call: idle for the whole TTL since its last change, it goes;
-    // touched since, the alarm moves to when it would be idle that long.
-    if let Some(call) = stores.call.load()? {
-        let due = call.updated_ms.saturating_add(server.config.state_ttl_ms);
-        if due > now_ms {
-            return Ok(vec![Effect::WakeAt(due)]);
+    // Durable calls: those idle for the whole TTL go; the alarm moves to
+    // when the oldest one left would be idle that long. With none left the
+    // object goes (its shard comes back empty on the next call).
+    // Not sooner than a 64th of the TTL from now, though: in a busy shard
+    // the next call is due a moment later, and an alarm per moment would
+    // cost a request and a write each. A call may outlive its TTL by that.
+    let ttl = server.config.state_ttl_ms;
+    match stores.call.sweep(now_ms.saturating_sub(ttl))? {
+        Some(oldest) => {
+            let soonest = now_ms.saturating_add((ttl / 64).max(1));
+            Ok(vec![Effect::WakeAt(
+                oldest.saturating_add(ttl).max(soonest),
+            )])
         }
+        // Alarms are at-least-once: deleting what is already gone is fine.
+        None => Ok(vec![Effect::DeleteStorage]),
     }
-    // Alarms are at-least-once: deleting what is already gone is fine.
-    Ok(vec![Effect::DeleteStorage])
 }
 
 /// The requests that tell the listen hub what changed, one per shard

@@ -2,9 +2,10 @@
 //!
 //! - A 2025-11-25 session lives in the object named by its `Mcp-Session-Id`;
 //!   a session-era `initialize` mints the id.
-//! - Calls of durable tools live in an object named by their call id: a fresh
-//!   id for a new call, or the id inside the (MAC-verified) state the client
-//!   sent back.
+//! - Calls of durable tools live in the object their call id names: a new
+//!   call gets a fresh id, led by one of `CALL_SHARDS` shards drawn at
+//!   random (`calls:<n>` holds that shard's calls; unsharded, `call:<id>`
+//!   holds one); a retry carries the id inside the (MAC-verified) state.
 //! - A task lives in an object named by its task id: `tasks/*` go there by
 //!   `taskId`; a `tools/call` of a task tool that declares the tasks
 //!   extension goes to a fresh one (the body decides whether it becomes a
@@ -112,7 +113,8 @@ pub enum Route {
     Local(Local),
     /// In the Durable Object named `name`: send it `request`.
     Object {
-        /// The object's name (`call:<id>`, `task:<id>`, `session:<id>`, `hub`).
+        /// The object's name (`calls:<n>`, `call:<id>`, `task:<id>`,
+        /// `session:<id>`, `hub`).
         name: String,
         /// The request to forward (the internal headers set).
         request: HttpRequest,
@@ -240,10 +242,37 @@ fn object_for(
     };
     // The token is not verified here: the call's object does that.
     let call_id = match state {
-        None => new_call_id(env),
+        None => new_durable_call_id(server.config.call_shards, env),
         Some(s) => token::durable_call_id(s)?,
     };
-    Some((format!("call:{call_id}"), vec![(CALL_ID_HEADER, call_id)]))
+    Some((call_object_name(&call_id), vec![(CALL_ID_HEADER, call_id)]))
+}
+
+/// A new durable call's id: fresh randomness, led by the shard it lives in
+/// when calls are sharded (`s<n>-<hex>`), so that the id alone names its
+/// object whatever `CALL_SHARDS` says later.
+fn new_durable_call_id(shards: u32, env: &Env) -> String {
+    let id = new_call_id(env);
+    if shards == 0 {
+        return id;
+    }
+    let r = &env.random;
+    let shard = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) % shards;
+    format!("s{shard}-{id}")
+}
+
+/// The object holding durable call `id`: its shard's (`calls:<n>`), or its
+/// own (`call:<id>`) for an id that names no shard. (A plain id is hex, so
+/// it never starts with `s`.)
+fn call_object_name(id: &str) -> String {
+    let shard = id
+        .strip_prefix('s')
+        .and_then(|rest| rest.split_once('-'))
+        .and_then(|(n, _)| n.parse::<u32>().ok());
+    match shard {
+        Some(n) => format!("calls:{n}"),
+        None => format!("call:{id}"),
+    }
 }
 
 /// The task object of a task method (by its `taskId`, when it can name a

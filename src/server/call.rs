@@ -278,7 +278,7 @@ pub(crate) async fn run_round(
         Poll::Ready(run) => (run, false),
         Poll::Pending => {
             let written = match (durable, &claim_row) {
-                (Some(d), Some(row)) => d.store.save(row).map(|()| true)?,
+                (Some(d), Some(row)) => d.store.save(&d.call_id, row).map(|()| true)?,
                 _ => false,
             };
             (run.await, written)
@@ -346,14 +346,17 @@ pub(crate) async fn run_round(
                     status: None,
                 };
                 let reply = stored_reply(round_before, &answers_digest, &round)?;
-                d.store.save(&StoredCall {
-                    version: journal.round,
-                    status: CallStatus::AwaitingInput,
-                    claimed_at_ms: 0,
-                    journal,
-                    last_reply: Some(reply),
-                    updated_ms: ctx.env.now_ms,
-                })?;
+                d.store.save(
+                    &d.call_id,
+                    &StoredCall {
+                        version: journal.round,
+                        status: CallStatus::AwaitingInput,
+                        claimed_at_ms: 0,
+                        journal,
+                        last_reply: Some(reply),
+                        updated_ms: ctx.env.now_ms,
+                    },
+                )?;
                 // Stored for the first time: its object arms the idle alarm.
                 d.created.set(fresh || d.created.get());
                 return Ok(round);
@@ -435,17 +438,17 @@ fn claim(
 ) -> Result<Claimed, McpError> {
     // A new call: its id is fresh randomness the router drew (a client
     // cannot name it: the header that carries it is internal), so its
-    // object holds nothing, no other request can reach it yet and there is
-    // nothing to load or claim against; the round stores the call only if
-    // it pauses. (Reading the empty object would cost a failed statement:
-    // its table does not exist yet.)
+    // object holds no row for it, no other request can reach it yet and
+    // there is nothing to load or claim against; the round stores the call
+    // only if it pauses. (Reading would cost a statement, a failed one in a
+    // fresh object: its table does not exist yet.)
     let Some(c) = claims else {
         return Ok(Claimed::Run(Journal::new(), None));
     };
     if c.sid != d.call_id {
         return Err(refused("issued for another call"));
     }
-    let journal = match d.store.load()? {
+    let journal = match d.store.load(&d.call_id)? {
         // Storage lost (evicted by TTL, another deployment): rebuild from the token.
         None => {
             d.created.set(true);
@@ -496,14 +499,17 @@ fn finish(
     now_ms: u64,
     last_reply: Option<StoredReply>,
 ) -> Result<(), McpError> {
-    d.store.save(&StoredCall {
-        version: journal.round,
-        status,
-        claimed_at_ms: now_ms,
-        journal: journal.clone(),
-        last_reply,
-        updated_ms: now_ms,
-    })
+    d.store.save(
+        &d.call_id,
+        &StoredCall {
+            version: journal.round,
+            status,
+            claimed_at_ms: now_ms,
+            journal: journal.clone(),
+            last_reply,
+            updated_ms: now_ms,
+        },
+    )
 }
 
 /// Runs the target's body once with `cx`, which gets the registry's shared

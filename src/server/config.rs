@@ -51,6 +51,10 @@ pub struct Config {
     /// How many objects hold the `subscriptions/listen` streams. Streams
     /// are spread over them at random; every change is sent to each.
     pub listen_shards: u32,
+    /// How many objects hold the durable calls: a new call goes to one of
+    /// them at random, and its id names it, so changing this later moves
+    /// only new calls. `0`: an object of its own for each call.
+    pub call_shards: u32,
 }
 
 impl Default for Config {
@@ -75,6 +79,7 @@ impl Default for Config {
             task_ttl_ms: 60 * 60 * 1000,
             task_poll_ms: 500,
             listen_shards: 1,
+            call_shards: 16,
         }
     }
 }
@@ -93,6 +98,8 @@ impl Config {
     /// - `CLAIM_TIMEOUT_SECONDS`: when a round that never finished may run again
     /// - `TASK_TTL_SECONDS`, `TASK_POLL_MS`: a task's `ttlMs` and `pollIntervalMs`
     /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
+    /// - `CALL_SHARDS`: how many objects hold the durable calls (default 16;
+    ///   `0`: one object per call)
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -159,10 +166,37 @@ impl Config {
         if let Some(n) = num("LISTEN_SHARDS")? {
             c.listen_shards = u32::try_from(n.clamp(1, 64)).unwrap_or(1);
         }
+        if let Some(n) = num("CALL_SHARDS")? {
+            c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
+        }
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");
         }
         c.fixtures = get("FIXTURES").is_some_and(|v| v.trim() == "1" || v.trim() == "true");
         Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Config;
+
+    fn with(name: &str, value: &str) -> Result<Config, String> {
+        Config::from_lookup(|k| (k == name).then(|| value.to_string()))
+    }
+
+    #[test]
+    fn call_shards_default_to_16_and_zero_means_one_object_per_call() {
+        assert_eq!(Config::from_lookup(|_| None).map(|c| c.call_shards), Ok(16));
+        assert_eq!(with("CALL_SHARDS", "0").map(|c| c.call_shards), Ok(0));
+        assert_eq!(with("CALL_SHARDS", " 64 ").map(|c| c.call_shards), Ok(64));
+        assert_eq!(
+            with("CALL_SHARDS", "1000000").map(|c| c.call_shards),
+            Ok(4096)
+        );
+        assert_eq!(
+            with("CALL_SHARDS", "many").map(|c| c.call_shards),
+            Err("CALL_SHARDS must be a whole number".to_string())
+        );
     }
 }

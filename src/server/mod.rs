@@ -150,12 +150,13 @@ impl Server {
             Ok(reply) => reply,
             Err((e, id)) => Reply::new(error_response(&e, id.as_ref())),
         };
-        // A call's object deletes its storage after the idle TTL. The alarm
-        // is armed once, when the call is stored; when it fires, the call's
-        // last change says whether it is due yet (`host::alarm`), so later
-        // rounds need not re-arm it.
+        // A call is deleted after the idle TTL. Its object's alarm must fire
+        // by then once the call is stored; when it fires it deletes the calls
+        // idle that long and arms itself for the oldest left (`host::alarm`),
+        // so later rounds need not re-arm it, nor a call whose object (its
+        // shard) already has an earlier alarm.
         match durable {
-            Some(d) if d.created.get() => reply.with(Effect::WakeAt(
+            Some(d) if d.created.get() => reply.with(Effect::WakeBy(
                 env.now_ms.saturating_add(self.config.state_ttl_ms),
             )),
             _ => reply,

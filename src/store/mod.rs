@@ -3,6 +3,7 @@
 //! whose `exec` is synchronous, so no borrow ever spans an `.await`.
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -53,20 +54,22 @@ pub struct StoredReply {
     pub reply: serde_json::Value,
 }
 
-/// Storage of one durable call (one Durable Object holds one call).
+/// Storage of durable calls by call id. One object holds the calls of its
+/// shard (`CALL_SHARDS`), or a single call when calls are not sharded.
 pub trait CallStore {
-    /// The stored call, if any.
-    fn load(&self) -> Result<Option<StoredCall>, McpError>;
-    /// Writes the call (insert or replace).
-    fn save(&self, call: &StoredCall) -> Result<(), McpError>;
-    /// Forgets the call.
-    fn clear(&self) -> Result<(), McpError>;
+    /// The stored call `id`, if any.
+    fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError>;
+    /// Writes call `id` (insert or replace).
+    fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError>;
+    /// Forgets every call that last changed at or before `cutoff_ms`, and
+    /// says when the oldest remaining one last changed (`None`: none left).
+    fn sweep(&self, cutoff_ms: u64) -> Result<Option<u64>, McpError>;
 }
 
 /// A `CallStore` in memory, for tests and benches.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    call: RefCell<Option<StoredCall>>,
+    calls: RefCell<BTreeMap<String, StoredCall>>,
     writes: std::cell::Cell<u64>,
 }
 
@@ -80,21 +83,40 @@ impl MemoryStore {
     pub fn writes(&self) -> u64 {
         self.writes.get()
     }
+
+    /// The ids of the calls it holds.
+    pub fn ids(&self) -> Vec<String> {
+        self.calls.borrow().keys().cloned().collect()
+    }
+
+    /// How many calls it holds.
+    pub fn len(&self) -> usize {
+        self.calls.borrow().len()
+    }
+
+    /// It holds no call.
+    pub fn is_empty(&self) -> bool {
+        self.calls.borrow().is_empty()
+    }
 }
 
 impl CallStore for MemoryStore {
-    fn load(&self) -> Result<Option<StoredCall>, McpError> {
-        Ok(self.call.borrow().clone())
+    fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError> {
+        Ok(self.calls.borrow().get(id).cloned())
     }
 
-    fn save(&self, call: &StoredCall) -> Result<(), McpError> {
+    fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError> {
         self.writes.set(self.writes.get() + 1);
-        *self.call.borrow_mut() = Some(call.clone());
+        self.calls.borrow_mut().insert(id.to_string(), call.clone());
         Ok(())
     }
 
-    fn clear(&self) -> Result<(), McpError> {
-        *self.call.borrow_mut() = None;
-        Ok(())
+    fn sweep(&self, cutoff_ms: u64) -> Result<Option<u64>, McpError> {
+        let mut calls = self.calls.borrow_mut();
+        let before = calls.len();
+        calls.retain(|_, c| c.updated_ms > cutoff_ms);
+        let gone = (before - calls.len()) as u64;
+        self.writes.set(self.writes.get() + gone);
+        Ok(calls.values().map(|c| c.updated_ms).min())
     }
 }

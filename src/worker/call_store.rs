@@ -1,4 +1,4 @@
-//! A durable call's storage over Durable Object SQLite.
+//! Durable calls' storage over Durable Object SQLite.
 
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
@@ -6,12 +6,16 @@ use worker::{SqlStorage, SqlStorageValue};
 use crate::error::McpError;
 use crate::store::{CallStatus, CallStore, StoredCall};
 
-/// A [`CallStore`] over the object's SQLite database. `exec` is synchronous,
-/// so nothing here spans an await.
-pub(crate) struct SqliteStore {
+/// A [`CallStore`] over the object's SQLite database: a row per call, keyed
+/// by call id (a shard's object holds many). `exec` is synchronous, so
+/// nothing here spans an await.
+pub(crate) struct SqliteStore<'a> {
     sql: SqlStorage,
-    /// The table exists (checked once per request, not per statement).
-    ensured: std::cell::Cell<bool>,
+    /// The table exists: the object keeps this across requests (a shard
+    /// stores a new call on nearly every request, and `CREATE TABLE IF NOT
+    /// EXISTS` is a statement like any other) and clears it when its
+    /// storage is deleted.
+    ensured: &'a std::cell::Cell<bool>,
 }
 
 #[derive(Deserialize)]
@@ -24,16 +28,22 @@ struct Row {
     updated_at: f64,
 }
 
+#[derive(Deserialize)]
+struct Oldest {
+    oldest: Option<f64>,
+}
+
 fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("durable storage failed: {e}"))
 }
 
-impl SqliteStore {
-    pub(crate) fn new(sql: SqlStorage) -> Self {
-        Self {
-            sql,
-            ensured: std::cell::Cell::new(false),
-        }
+fn int(ms: u64) -> SqlStorageValue {
+    SqlStorageValue::from(i64::try_from(ms).unwrap_or(i64::MAX))
+}
+
+impl<'a> SqliteStore<'a> {
+    pub(crate) fn new(sql: SqlStorage, ensured: &'a std::cell::Cell<bool>) -> Self {
+        Self { sql, ensured }
     }
 
     /// Creates the table when missing (a fired alarm deletes it).
@@ -44,14 +54,14 @@ impl SqliteStore {
         self.ensured.set(true);
         self.sql
             .exec(
-                "CREATE TABLE IF NOT EXISTS durable_call (
-                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                "CREATE TABLE IF NOT EXISTS durable_calls (
+                    id TEXT PRIMARY KEY,
                     version INTEGER NOT NULL,
                     status TEXT NOT NULL,
                     claimed_at INTEGER NOT NULL,
                     journal TEXT NOT NULL,
                     reply TEXT,
-                    updated_at INTEGER NOT NULL DEFAULT 0)",
+                    updated_at INTEGER NOT NULL)",
                 None,
             )
             .map(|_| ())
@@ -59,13 +69,13 @@ impl SqliteStore {
     }
 }
 
-impl CallStore for SqliteStore {
-    fn load(&self) -> std::result::Result<Option<StoredCall>, McpError> {
+impl CallStore for SqliteStore<'_> {
+    fn load(&self, id: &str) -> std::result::Result<Option<StoredCall>, McpError> {
         // No table yet is no call; the first save creates it.
         let Some(rows) = super::sql::rows::<Row>(
             &self.sql,
-            "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_call WHERE id = 1",
-            Vec::new(),
+            "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_calls WHERE id = ?",
+            vec![SqlStorageValue::from(id.to_string())],
         )
         .map_err(storage_error)?
         else {
@@ -91,7 +101,7 @@ impl CallStore for SqliteStore {
         }))
     }
 
-    fn save(&self, call: &StoredCall) -> std::result::Result<(), McpError> {
+    fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
         self.ensure()?;
         let status = serde_json::to_value(call.status).map_err(storage_error)?;
         let journal = serde_json::to_string(&call.journal).map_err(storage_error)?;
@@ -101,25 +111,43 @@ impl CallStore for SqliteStore {
         };
         self.sql
             .exec(
-                "INSERT OR REPLACE INTO durable_call (id, version, status, claimed_at, journal, reply, updated_at) VALUES (1, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 vec![
+                    SqlStorageValue::from(id.to_string()),
                     SqlStorageValue::from(i64::from(call.version)),
                     SqlStorageValue::from(status.as_str().unwrap_or("running").to_string()),
-                    SqlStorageValue::from(i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX)),
+                    int(call.claimed_at_ms),
                     SqlStorageValue::from(journal),
                     reply,
-                    SqlStorageValue::from(i64::try_from(call.updated_ms).unwrap_or(i64::MAX)),
+                    int(call.updated_ms),
                 ],
             )
             .map(|_| ())
             .map_err(storage_error)
     }
 
-    fn clear(&self) -> std::result::Result<(), McpError> {
-        self.ensure()?;
-        self.sql
-            .exec("DELETE FROM durable_call", None)
-            .map(|_| ())
-            .map_err(storage_error)
+    fn sweep(&self, cutoff_ms: u64) -> std::result::Result<Option<u64>, McpError> {
+        // An object that never stored a call has no table: nothing to sweep.
+        let deleted = super::sql::rows::<serde_json::Value>(
+            &self.sql,
+            "DELETE FROM durable_calls WHERE updated_at <= ?",
+            vec![int(cutoff_ms)],
+        )
+        .map_err(storage_error)?;
+        if deleted.is_none() {
+            return Ok(None);
+        }
+        let oldest = super::sql::rows::<Oldest>(
+            &self.sql,
+            "SELECT min(updated_at) AS oldest FROM durable_calls",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        Ok(oldest
+            .into_iter()
+            .next()
+            .and_then(|o| o.oldest)
+            .map(|ms| ms as u64))
     }
 }

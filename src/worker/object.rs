@@ -4,7 +4,7 @@
 //! holds its open streams (a cache of connections, never the source of
 //! truth) and applies the effects the core returns.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -35,6 +35,11 @@ pub struct Object {
     listeners: RefCell<Vec<(UnboundedSender<Vec<u8>>, Listen)>>,
     /// A session object's session row, as last read or written.
     session_meta: MetaCache,
+    /// When its alarm is armed for, as far as this instance knows (`None`:
+    /// not known yet; asked once, on the first [`Effect::WakeBy`]).
+    alarm: Cell<Option<Option<u64>>>,
+    /// Its durable calls' table exists (see [`SqliteStore`]).
+    call_table: Cell<bool>,
 }
 
 impl Object {
@@ -47,6 +52,8 @@ impl Object {
             live: RefCell::new(HashMap::new()),
             listeners: RefCell::new(Vec::new()),
             session_meta: RefCell::new(None),
+            alarm: Cell::new(None),
+            call_table: Cell::new(false),
         }
     }
 
@@ -78,6 +85,8 @@ impl Object {
         let isolate =
             server(&self.env, self.build).map_err(|e| worker::Error::RustError(e.message))?;
         let server = &isolate.server;
+        // Firing, it is no longer armed.
+        self.alarm.set(Some(None));
         let (call, session, task) = self.storage();
         let stores = Stores {
             call: &call,
@@ -96,10 +105,10 @@ impl Object {
 
     /// The object's SQLite as a durable call's, a session's and a task's
     /// store (the core decides which it is; none writes until it must).
-    fn storage(&self) -> (SqliteStore, SqliteSessionStore<'_>, SqliteTaskStore) {
+    fn storage(&self) -> (SqliteStore<'_>, SqliteSessionStore<'_>, SqliteTaskStore) {
         let sql = self.state.storage().sql();
         (
-            SqliteStore::new(sql.clone()),
+            SqliteStore::new(sql.clone(), &self.call_table),
             SqliteSessionStore::new(sql.clone(), &self.session_meta),
             SqliteTaskStore::new(sql),
         )
@@ -137,12 +146,19 @@ impl Object {
                     held = Some(rx);
                 }
                 Effect::Push(push) => self.deliver(push),
-                Effect::WakeAt(at_ms) => {
-                    let delay = at_ms.saturating_sub(request_env().now_ms).max(1);
-                    self.state
-                        .storage()
-                        .set_alarm(Duration::from_millis(delay))
-                        .await?;
+                Effect::WakeAt(at_ms) => self.arm(*at_ms).await?,
+                Effect::WakeBy(by_ms) => {
+                    let armed = match self.alarm.get() {
+                        Some(known) => known,
+                        None => {
+                            let at = self.state.storage().get_alarm().await?;
+                            at.map(|ms| u64::try_from(ms).unwrap_or(0))
+                        }
+                    };
+                    match armed {
+                        Some(at) if at <= *by_ms => self.alarm.set(Some(armed)),
+                        _ => self.arm(*by_ms).await?,
+                    }
                 }
                 Effect::DeleteStorage => {
                     // Dropping the senders ends those responses.
@@ -150,12 +166,27 @@ impl Object {
                     // Before the await: a request arriving meanwhile must
                     // not find the session in memory.
                     self.session_meta.borrow_mut().take();
+                    self.call_table.set(false);
                     self.state.storage().delete_all().await?;
+                    // Whether that took the alarm too depends on the
+                    // compatibility date: ask again when it matters.
+                    self.alarm.set(None);
                 }
             }
         }
         broadcast(server, &self.env, &reply.effects).await;
         to_worker_response(reply.response, held)
+    }
+
+    /// Arms the alarm for `at_ms` (ms since the epoch), replacing any other.
+    async fn arm(&self, at_ms: u64) -> Result<()> {
+        let delay = at_ms.saturating_sub(request_env().now_ms).max(1);
+        self.state
+            .storage()
+            .set_alarm(Duration::from_millis(delay))
+            .await?;
+        self.alarm.set(Some(Some(at_ms)));
+        Ok(())
     }
 
     /// Writes pushed events to the streams held open for them.

@@ -233,7 +233,7 @@ describe('durable deploy across restarts, lost storage and races', () => {
   });
 });
 
-/** Tables in the call objects' SQLite files under a persist directory. */
+/** Call tables in the objects' SQLite files under a persist directory. */
 async function callTables(persistTo) {
   const { DatabaseSync } = await import('node:sqlite');
   const dir = join(persistTo, 'v3', 'do', 'durable-mcp-fixtures-McpObject');
@@ -242,8 +242,8 @@ async function callTables(persistTo) {
   for (const f of readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite')) {
     const db = new DatabaseSync(join(dir, f), { readOnly: true });
     try {
-      for (const row of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durable_call'").all()) {
-        const n = db.prepare('SELECT count(*) AS n FROM durable_call').get().n;
+      for (const row of db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'durable_calls'").all()) {
+        const n = db.prepare('SELECT count(*) AS n FROM durable_calls').get().n;
         tables.push({ file: f, table: row.name, rows: n });
       }
     } finally {
@@ -254,19 +254,71 @@ async function callTables(persistTo) {
 }
 
 describe('idle call objects', () => {
-  test('a paused call\'s object deletes its storage when its idle alarm fires', async () => {
+  // Sharded (the default: a shard's object holds many calls, one alarm for
+  // them) and CALL_SHARDS=0 (an object per call, whose first WakeBy asks
+  // the runtime whether an alarm is armed).
+  for (const shards of ['16', '0']) {
+    test(`a paused call's storage goes when its idle alarm fires (CALL_SHARDS=${shards})`, async () => {
+      const P = freshPersistDir();
+      const server = await wrangler({ persistTo: P, vars: { STATE_TTL_SECONDS: '2', CALL_SHARDS: shards } });
+      try {
+        const args = deployArgs('api');
+        await startDeploy(server.url, args);
+        await startDeploy(server.url, deployArgs('web'));
+        const before = await callTables(P);
+        assert.equal(before.reduce((n, t) => n + t.rows, 0), 2, JSON.stringify(before));
+        if (shards === '0') assert.equal(before.length, 2, 'an object each');
+        await sleep(4500);
+        const afterAlarm = await callTables(P);
+        assert.deepEqual(afterAlarm, [], `the alarm deleted the calls: ${JSON.stringify(afterAlarm)}`);
+      } finally {
+        await server.stop();
+      }
+    });
+  }
+});
+
+describe('calls sharing one shard', () => {
+  test('CALL_SHARDS=1: ten calls at once in one object, each its own', async () => {
+    // The ticket webhook answers late, so each call's last round waits in
+    // the shared object while the others' rounds run there.
+    const hook = await webhook({ delayMs: 300 });
     const P = freshPersistDir();
-    const server = await wrangler({ persistTo: P, vars: { STATE_TTL_SECONDS: '2' } });
+    const server = await wrangler({ persistTo: P, vars: { CALL_SHARDS: '1', TICKET_WEBHOOK: hook.url('/shared') } });
     try {
-      const args = deployArgs('api');
-      await startDeploy(server.url, args);
-      const before = await callTables(P);
-      assert.deepEqual(before.map((t) => t.rows), [1], JSON.stringify(before));
-      await sleep(4500);
-      const afterAlarm = await callTables(P);
-      assert.deepEqual(afterAlarm, [], `the alarm deleted the call: ${JSON.stringify(afterAlarm)}`);
+      const calls = Array.from({ length: 10 }, (_, i) => ({
+        args: deployArgs(`svc-${i}`),
+        target: i % 2 ? 'production' : 'staging',
+      }));
+      const done = await Promise.all(calls.map(async ({ args, target }) => {
+        const s1 = await startDeploy(server.url, args);
+        const s2 = await answerTarget(server.url, args, s1, target);
+        return { s2, r: await answerSafety(server.url, args, s2) };
+      }));
+      const tickets = new Set();
+      done.forEach(({ r }, i) => {
+        assert.equal(r.status, 200, r.text);
+        const text = r.json.result?.content?.[0]?.text ?? '';
+        const m = text.match(new RegExp(`^Deployed svc-${i} to ${calls[i].target} \\(ticket (T-\\d+)\\)\\.$`));
+        assert.ok(m, r.text);
+        tickets.add(m[1]);
+      });
+      assert.equal(tickets.size, 10, 'a ticket each');
+      assert.equal(hook.count('/shared'), 10, 'each effect once');
+      assert.deepEqual(
+        hook.hits.map((h) => h.body.service).sort(),
+        calls.map((c) => c.args.service).sort(),
+      );
+      assert.equal(new Set(hook.hits.map((h) => h.idempotencyKey)).size, 10);
+      // An exact retry is answered from the shard, running nothing.
+      const again = await answerSafety(server.url, calls[3].args, done[3].s2);
+      assert.deepEqual(again.json, done[3].r.json);
+      assert.equal(hook.count('/shared'), 10);
+      const tables = await callTables(P);
+      assert.deepEqual(tables.map((t) => t.rows), [10], `one object holds all ten: ${JSON.stringify(tables)}`);
     } finally {
       await server.stop();
+      await hook.stop();
     }
   });
 });

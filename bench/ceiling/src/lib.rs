@@ -23,6 +23,10 @@
 //! - `POST /do-alarm/<name>`: as `/do/<name>`, plus the alarm an object
 //!   that holds a paused call must arm on its first request, or its storage
 //!   would outlive an abandoned call (the alarm deletes it).
+//! - `POST /do-shard/<name>`: the same work with calls sharded as
+//!   durable-mcp shards them (`CALL_SHARDS`, default 16): `<name>`'s row in
+//!   one of 16 long-lived objects, which arms its alarm once (not once per
+//!   call) — the plain-DO ceiling of that design.
 
 #[cfg(target_arch = "wasm32")]
 mod glue {
@@ -43,6 +47,17 @@ mod glue {
             let stub = env
                 .durable_object("CEILING")?
                 .id_from_name(name)?
+                .get_stub()?;
+            return stub.fetch_with_request(req).await;
+        }
+        if let Some(name) = path.strip_prefix("/do-shard/") {
+            // FNV-1a of the name: any stable spread will do.
+            let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
+                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+            });
+            let stub = env
+                .durable_object("CEILING")?
+                .id_from_name(&format!("shard:{}", hash % 16))?
                 .get_stub()?;
             return stub.fetch_with_request(req).await;
         }
@@ -99,16 +114,41 @@ mod glue {
     #[durable_object]
     pub struct Ceiling {
         state: State,
+        /// A shard's alarm is armed (this instance armed it).
+        armed: std::cell::Cell<bool>,
     }
 
     impl DurableObject for Ceiling {
         fn new(state: State, _env: Env) -> Self {
-            Self { state }
+            Self {
+                state,
+                armed: std::cell::Cell::new(false),
+            }
         }
 
         async fn fetch(&self, mut req: Request) -> Result<Response> {
             let body = req.text().await?;
             let sql = self.state.storage().sql();
+            let path = req.path();
+            if let Some(name) = path.strip_prefix("/do-shard/") {
+                sql.exec(
+                    "CREATE TABLE IF NOT EXISTS rounds (id TEXT PRIMARY KEY, body TEXT)",
+                    None,
+                )?;
+                sql.exec(
+                    "INSERT OR REPLACE INTO rounds (id, body) VALUES (?, ?)",
+                    vec![name.into(), body.into()],
+                )?;
+                if !self.armed.replace(true) {
+                    self.state
+                        .storage()
+                        .set_alarm(std::time::Duration::from_secs(3600))
+                        .await?;
+                }
+                return Response::from_json(
+                    &json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}),
+                );
+            }
             sql.exec(
                 "CREATE TABLE IF NOT EXISTS round (id INTEGER PRIMARY KEY, body TEXT)",
                 None,
@@ -119,7 +159,7 @@ mod glue {
                 "INSERT OR REPLACE INTO round (id, body) VALUES (1, ?)",
                 vec![body.into()],
             )?;
-            if first && req.path().starts_with("/do-alarm/") {
+            if first && path.starts_with("/do-alarm/") {
                 self.state
                     .storage()
                     .set_alarm(std::time::Duration::from_secs(3600))
@@ -131,6 +171,7 @@ mod glue {
         }
 
         async fn alarm(&self) -> Result<Response> {
+            self.armed.set(false);
             self.state.storage().delete_all().await?;
             Response::empty()
         }

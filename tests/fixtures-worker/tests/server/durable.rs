@@ -194,10 +194,12 @@ fn a_concurrent_retry_of_a_running_round_conflicts() {
     let state = first_round(&mut h);
     // Another isolate claimed this round a moment ago.
     for object in h.objects.values() {
-        let mut call = object.call.load().expect("load").expect("stored");
-        call.status = CallStatus::Running;
-        call.claimed_at_ms = h.now_ms;
-        object.call.save(&call).expect("save");
+        for id in object.call.ids() {
+            let mut call = object.call.load(&id).expect("load").expect("stored");
+            call.status = CallStatus::Running;
+            call.claimed_at_ms = h.now_ms;
+            object.call.save(&id, &call).expect("save");
+        }
     }
     let r = answer(&mut h, &state);
     assert_error(&r, 409, -32010);
@@ -403,4 +405,101 @@ fn an_idle_call_object_is_deleted_only_after_a_whole_idle_ttl() {
         !h.objects.contains_key(&name),
         "idle for a whole TTL: deleted"
     );
+}
+
+/// Sharded (the default), calls share their shard's object: it arms one
+/// alarm for the first call it stores, not one per call; when it fires it
+/// deletes only the calls idle a whole TTL and moves to the oldest left;
+/// with none left the object goes.
+#[test]
+fn calls_share_their_shards_object_and_its_alarm() {
+    let (mut h, effects) = with_counter();
+    h.server.config.call_shards = 1;
+    let ttl = h.server.config.state_ttl_ms;
+    let t0 = h.now_ms;
+    let early = first_round(&mut h);
+    h.now_ms += ttl / 2;
+    let late = first_round(&mut h);
+    let names: Vec<&String> = h.objects.keys().collect();
+    assert_eq!(names, ["calls:0"], "both calls in shard 0's object");
+    let shard = &h.objects["calls:0"];
+    assert_eq!(shard.call.len(), 2);
+    assert_eq!(shard.alarm_at, Some(t0 + ttl), "armed by the first call");
+    assert_eq!(h.cost().alarms_armed, 1, "the second call found it armed");
+
+    // The first call idles out; the second stays, and the alarm follows it.
+    h.now_ms = t0 + ttl;
+    h.fire_alarms();
+    let shard = &h.objects["calls:0"];
+    assert_eq!(shard.call.len(), 1, "only the idle call went");
+    assert_eq!(shard.alarm_at, Some(t0 + ttl / 2 + ttl));
+    let r = answer(&mut h, &late);
+    assert_eq!(r.json["result"]["content"][0]["text"], "booking 2 accept");
+    // The one that went had idled out with its state: refused.
+    let r = answer(&mut h, &early);
+    assert_error(&r, 400, -32602);
+    assert_eq!(effects.get(), 2);
+
+    h.now_ms += 2 * ttl;
+    h.fire_alarms();
+    assert!(h.objects.is_empty(), "no calls left: the object went");
+}
+
+/// `CALL_SHARDS=0`: each call has an object of its own.
+#[test]
+fn unsharded_calls_each_have_their_own_object() {
+    let (mut h, _) = with_counter();
+    h.server.config.call_shards = 0;
+    first_round(&mut h);
+    first_round(&mut h);
+    assert_eq!(h.objects.len(), 2);
+    for (name, object) in &h.objects {
+        let id = name.strip_prefix("call:").expect("named by its call");
+        assert_eq!(object.call.ids(), [id]);
+    }
+}
+
+/// A call's id names its shard, so changing `CALL_SHARDS` moves only new
+/// calls: a paused one is still answered from the object that holds it.
+#[test]
+fn a_paused_call_stays_in_its_shard_when_the_shard_count_changes() {
+    let (mut h, effects) = with_counter();
+    h.server.config.call_shards = 16;
+    let state = first_round(&mut h);
+    let name = h.objects.keys().next().expect("an object").clone();
+    assert!(name.starts_with("calls:"), "{name}");
+    h.server.config.call_shards = 3;
+    let r = answer(&mut h, &state);
+    assert_eq!(r.json["result"]["content"][0]["text"], "booking 1 accept");
+    assert_eq!(h.objects.keys().collect::<Vec<_>>(), [&name]);
+    assert_eq!(h.objects[&name].call.len(), 1);
+    h.server.config.call_shards = 0;
+    assert_eq!(
+        answer(&mut h, &state).json,
+        r.json,
+        "an exact retry, same object"
+    );
+    assert_eq!(h.objects.len(), 1);
+    assert_eq!(effects.get(), 1);
+}
+
+/// In a busy shard the next call is due a moment after the one the alarm
+/// deleted: the alarm moves at least a 64th of the TTL ahead, not a moment.
+#[test]
+fn a_shards_alarm_batches_calls_due_close_together() {
+    let (mut h, _) = with_counter();
+    h.server.config.call_shards = 1;
+    let ttl = h.server.config.state_ttl_ms;
+    let t0 = h.now_ms;
+    first_round(&mut h);
+    h.now_ms += 1;
+    first_round(&mut h);
+    h.now_ms = t0 + ttl;
+    h.fire_alarms();
+    let shard = &h.objects["calls:0"];
+    assert_eq!(shard.call.len(), 1);
+    assert_eq!(shard.alarm_at, Some(t0 + ttl + ttl / 64));
+    h.now_ms = t0 + ttl + ttl / 64;
+    h.fire_alarms();
+    assert!(h.objects.is_empty());
 }
