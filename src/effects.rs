@@ -53,6 +53,14 @@ pub enum Effect {
     DeleteStorage,
 }
 
+impl Effect {
+    /// For [`Effect::WakeBy`]`(by_ms)`: whether an object whose alarm is
+    /// armed for `armed_ms` (`None`: not armed) must arm it for `by_ms`.
+    pub fn must_arm(armed_ms: Option<u64>, by_ms: u64) -> bool {
+        armed_ms.is_none_or(|at| at > by_ms)
+    }
+}
+
 /// Events for a session stream the host holds open.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Push {

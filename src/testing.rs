@@ -279,8 +279,7 @@ impl TestServer {
                 }
                 Effect::WakeBy(by) => {
                     if let Some(o) = object.and_then(|n| self.objects.get_mut(n)) {
-                        // Only when not armed for then or earlier.
-                        if o.alarm_at.is_none_or(|at| at > *by) {
+                        if Effect::must_arm(o.alarm_at, *by) {
                             self.requests.alarms_armed += 1;
                             o.alarm_at = Some(*by);
                         }

@@ -155,9 +155,10 @@ impl Object {
                             at.map(|ms| u64::try_from(ms).unwrap_or(0))
                         }
                     };
-                    match armed {
-                        Some(at) if at <= *by_ms => self.alarm.set(Some(armed)),
-                        _ => self.arm(*by_ms).await?,
+                    if Effect::must_arm(armed, *by_ms) {
+                        self.arm(*by_ms).await?;
+                    } else {
+                        self.alarm.set(Some(armed));
                     }
                 }
                 Effect::DeleteStorage => {
