@@ -128,13 +128,13 @@ impl CallStore for SqliteStore<'_> {
 
     fn sweep(&self, cutoff_ms: u64) -> std::result::Result<Option<u64>, McpError> {
         // An object that never stored a call has no table: nothing to sweep.
-        let deleted = super::sql::rows::<serde_json::Value>(
+        let swept = super::sql::run(
             &self.sql,
             "DELETE FROM durable_calls WHERE updated_at <= ?",
             vec![int(cutoff_ms)],
         )
         .map_err(storage_error)?;
-        if deleted.is_none() {
+        if !swept {
             return Ok(None);
         }
         let oldest = super::sql::rows::<Oldest>(

@@ -7,6 +7,20 @@
 use serde::de::DeserializeOwned;
 use worker::{SqlStorage, SqlStorageValue};
 
+/// Runs `statement`; `false` when its table does not exist (yet). Its
+/// rows, if any, are not read.
+pub(crate) fn run(
+    sql: &SqlStorage,
+    statement: &str,
+    bind: Vec<SqlStorageValue>,
+) -> worker::Result<bool> {
+    match sql.exec(statement, bind) {
+        Ok(_) => Ok(true),
+        Err(e) if e.to_string().contains("no such table") => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
 /// The rows of `query`, or `None` when its table does not exist (yet).
 pub(crate) fn rows<T: DeserializeOwned>(
     sql: &SqlStorage,
