@@ -69,17 +69,24 @@ impl CallToolResult {
 
     /// The JSON result object (without `resultType`, which the wire adds).
     pub fn to_json(&self) -> Value {
-        let mut v = json!({"content": self.content});
-        if let Some(s) = &self.structured_content {
-            v["structuredContent"] = s.clone();
+        self.clone().into_json()
+    }
+
+    /// [`to_json`](Self::to_json), moving the content in rather than
+    /// copying it.
+    pub fn into_json(self) -> Value {
+        let mut v = Map::new();
+        v.insert("content".into(), Value::Array(self.content));
+        if let Some(s) = self.structured_content {
+            v.insert("structuredContent".into(), s);
         }
         if self.is_error {
-            v["isError"] = json!(true);
+            v.insert("isError".into(), Value::Bool(true));
         }
-        if let Some(m) = &self.meta {
-            v["_meta"] = Value::Object(m.clone());
+        if let Some(m) = self.meta {
+            v.insert("_meta".into(), Value::Object(m));
         }
-        v
+        Value::Object(v)
     }
 }
 
@@ -97,7 +104,7 @@ pub mod content {
 
     /// `{type: "text", text}`.
     pub fn text(s: impl Into<String>) -> Value {
-        json!({"type": "text", "text": s.into()})
+        crate::protocol::object([("type", "text".into()), ("text", Value::String(s.into()))])
     }
 
     /// `{type: "image", data (base64), mimeType}`.

@@ -20,7 +20,7 @@ use serde_json::{json, Map, Value};
 use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER};
 use super::{Suspended, ToolError};
 use crate::error::McpError;
-use crate::protocol::{ListKind, LogLevel};
+use crate::protocol::{object, ListKind, LogLevel};
 
 /// Which kinds of input the client declared it can answer in *this* request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -170,7 +170,11 @@ pub struct Root {
 
 /// Params for a form elicitation: a message and a flat object schema.
 pub fn form(message: impl Into<String>, requested_schema: Value) -> Value {
-    json!({"mode": "form", "message": message.into(), "requestedSchema": requested_schema})
+    object([
+        ("mode", "form".into()),
+        ("message", Value::String(message.into())),
+        ("requestedSchema", requested_schema),
+    ])
 }
 
 /// Params for a one-message sampling request.

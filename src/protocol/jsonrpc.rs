@@ -1,6 +1,6 @@
 //! JSON-RPC 2.0 messages: parsing one incoming message and building replies.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use crate::error::{ErrorKind, McpError};
 
@@ -127,7 +127,11 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
 
 /// A success response.
 pub fn result_response(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+    super::object([
+        ("jsonrpc", "2.0".into()),
+        ("id", id.clone()),
+        ("result", result),
+    ])
 }
 
 /// A success response as JSON bytes: the same message as
@@ -150,12 +154,17 @@ pub fn result_bytes(id: &Value, result: &Value) -> Vec<u8> {
 
 /// A notification message.
 pub fn notification(method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "method": method, "params": params})
+    super::object([
+        ("jsonrpc", "2.0".into()),
+        ("method", method.into()),
+        ("params", params),
+    ])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn kind(body: &str) -> (ErrorKind, Option<Value>) {
         let (e, id) = parse_message(body.as_bytes()).expect_err("should fail");

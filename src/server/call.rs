@@ -19,6 +19,7 @@ use crate::engine::{
     self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode,
 };
 use crate::error::{ErrorKind, McpError};
+use crate::protocol::object;
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
 
@@ -290,7 +291,7 @@ pub(crate) async fn run_round(
     let outcome = match outcome {
         Outcome::Complete(v) => RoundOutcome::Complete(v),
         Outcome::ToolFailed(m) => match input.target {
-            Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).to_json()),
+            Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).into_json()),
             // Prompts and resources have no error result: a failure is bad input.
             _ => {
                 if let Some((d, before)) = &before {
@@ -527,7 +528,7 @@ pub(crate) async fn run_target(
             let declared = t.meta.get("outputSchema");
             let outcome = match run.outcome {
                 Outcome::Complete(r) => match checked(server, declared, &r) {
-                    Ok(()) => Outcome::Complete(r.to_json()),
+                    Ok(()) => Outcome::Complete(r.into_json()),
                     Err(why) => Outcome::ToolFailed(why),
                 },
                 Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
@@ -599,7 +600,7 @@ fn chain_refused(server: &Server, r: &CallToolResult) -> Option<String> {
 
 fn contents(outcome: Outcome<Vec<Value>>) -> Outcome<Value> {
     match outcome {
-        Outcome::Complete(c) => Outcome::Complete(json!({ "contents": c })),
+        Outcome::Complete(c) => Outcome::Complete(object([("contents", Value::Array(c))])),
         Outcome::InputRequired { requests, journal } => {
             Outcome::InputRequired { requests, journal }
         }

@@ -12,7 +12,7 @@ use super::request::{MethodReply, RequestMeta};
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
-use crate::protocol::Request;
+use crate::protocol::{object, Request};
 
 /// Runs one round of `target` for a modern request and shapes its reply.
 pub(crate) async fn call(
@@ -64,9 +64,16 @@ pub(crate) fn shape(round: Round) -> MethodReply {
                 .collect();
             // Only internal pauses: a state-only round (the client just retries).
             if reqs.is_empty() {
-                json!({"resultType": "input_required", "requestState": state})
+                object([
+                    ("resultType", "input_required".into()),
+                    ("requestState", Value::String(state)),
+                ])
             } else {
-                json!({"resultType": "input_required", "inputRequests": reqs, "requestState": state})
+                object([
+                    ("resultType", "input_required".into()),
+                    ("inputRequests", Value::Object(reqs)),
+                    ("requestState", Value::String(state)),
+                ])
             }
         }
     };

@@ -7,14 +7,14 @@
 //! are ignored. A step with `error` reaches the tool as
 //! [`ToolError::Client`](crate::engine::ToolError::Client).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
 use super::request::object_param;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, InputRequest, TaskMode};
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::Request;
+use crate::protocol::{object, Request};
 use crate::token;
 
 /// The method saga state is bound to, for both saga methods.
@@ -97,7 +97,11 @@ pub(crate) async fn handle(
                 .filter(|(_, r)| !r.is_internal())
                 .map(|(k, r)| step(k, r))
                 .collect();
-            json!({"state": "suspended", "sagaToken": state, "steps": steps})
+            object([
+                ("state", "suspended".into()),
+                ("sagaToken", Value::String(state)),
+                ("steps", Value::Array(steps)),
+            ])
         }
     })
 }
@@ -131,5 +135,9 @@ fn step(key: &str, r: &InputRequest) -> Value {
         "roots/list" => "roots",
         other => other,
     };
-    json!({"type": kind, "stepId": key, "params": r.params})
+    object([
+        ("type", kind.into()),
+        ("stepId", key.into()),
+        ("params", r.params.clone()),
+    ])
 }

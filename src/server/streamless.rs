@@ -8,7 +8,7 @@
 //! mechanism" for several rounds is a top-level `requestState` that the
 //! incomplete response carries and the retry echoes.
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::call::{
     result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome, Target,
@@ -18,7 +18,7 @@ use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
 use crate::http::HttpRequest;
-use crate::protocol::{result_response, Request};
+use crate::protocol::{object, result_response, Request};
 
 /// Whether this `tools/call` opted into the streamless wire.
 pub(crate) fn opted_in(req: &HttpRequest, request: &Request) -> bool {
@@ -79,7 +79,12 @@ pub(crate) async fn handle(
                 .filter(|(_, r)| !r.is_internal())
                 .map(|(k, r)| (k, r.into_json()))
                 .collect();
-            json!({"jsonrpc": "2.0", "id": request.id, "dependent_requests": deps, "requestState": state})
+            object([
+                ("jsonrpc", "2.0".into()),
+                ("id", request.id.clone()),
+                ("dependent_requests", Value::Object(deps)),
+                ("requestState", Value::String(state)),
+            ])
         }
     })
 }

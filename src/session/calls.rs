@@ -264,7 +264,7 @@ async fn advance_once(
         }
         Outcome::ToolFailed(m) if is_tool => {
             call.state = CallState::Completed;
-            let failed = crate::app::CallToolResult::error(m).to_json();
+            let failed = crate::app::CallToolResult::error(m).into_json();
             messages.push(result_response(&call.request_id, failed));
         }
         Outcome::ToolFailed(m) => {

@@ -36,9 +36,9 @@ pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &js_sys::Array) -> Ht
     parse_head(&js::request_head(req, wanted))
 }
 
-/// `METHOD \n URL (\n name \n value)*` as a request without a body: what
-/// [`js::request_head`] returns and [`write_head`] writes.
-pub(crate) fn parse_head(head: &str) -> HttpRequest {
+/// `METHOD \n URL (\n name \n value)*` (what [`js::request_head`]
+/// returns) as a request without a body.
+fn parse_head(head: &str) -> HttpRequest {
     let mut parts = head.split('\n');
     let method = parts.next().unwrap_or_default().to_ascii_uppercase();
     let path = path_of(parts.next().unwrap_or_default());
@@ -52,24 +52,6 @@ pub(crate) fn parse_head(head: &str) -> HttpRequest {
         headers,
         body: Vec::new(),
     }
-}
-
-/// `http`'s head as [`parse_head`] reads it, for a request that crosses
-/// into JS and back before its body is read. The path goes in a URL with a
-/// placeholder origin: [`parse_head`] takes the path out of a URL (a bare
-/// path holding `://` would not survive that).
-pub(crate) fn write_head(http: &HttpRequest) -> String {
-    let mut head = String::with_capacity(96);
-    head.push_str(&http.method);
-    head.push_str("\nhttps://worker.internal");
-    head.push_str(&http.path);
-    for (k, v) in &http.headers {
-        head.push('\n');
-        head.push_str(k);
-        head.push('\n');
-        head.push_str(v);
-    }
-    head
 }
 
 /// Reads the body of `req` into `http` (see [`to_http_request`]).

@@ -13,6 +13,7 @@
 //! on the spot; only what really waits (a forwarded request, a tool that
 //! awaits, a body of unknown length) goes to an executor, as before.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -23,7 +24,9 @@ use wasm_bindgen::{JsCast, JsValue};
 use worker::worker_sys::web_sys;
 use worker::{Env, Result};
 
-use super::convert::{parse_head, read_body, to_http_head, to_web_response, write_head};
+use slab::Slab;
+
+use super::convert::{read_body, to_http_head, to_web_response};
 use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
 use crate::error::McpError;
 use crate::host::{self, Route};
@@ -35,6 +38,13 @@ thread_local! {
     /// making a wasm-bindgen closure per request costs a JS function and a
     /// finalizer registration each time).
     static AFTER_BODY: js::Then = Closure::new(after_body as fn(JsValue, JsValue, JsValue) -> JsValue);
+    /// The heads of requests whose body is being read, each taken out by
+    /// its callback: the callback gets the key, not the head written out
+    /// as a string and parsed again (two passes over every header, two
+    /// percent of an MRTR round). Both outcomes of the read call back, so
+    /// an entry outlives its request only if the runtime drops the read
+    /// unsettled, and then holds one small head until the isolate goes.
+    static HEADS: RefCell<Slab<HttpRequest>> = const { RefCell::new(Slab::new()) };
 }
 
 /// The Worker's `fetch` event: a `Response`, or a `Promise` of one.
@@ -65,8 +75,8 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
         // The whole body in one read, continued in `after_body` (which
         // takes its own clock reading: this one is a moment old by then).
         Some(_) => AFTER_BODY.with(|then| {
-            let head = JsValue::from(write_head(&http));
-            js::after_body(&req, env.as_ref(), &head, then)
+            let key = HEADS.with(|heads| heads.borrow_mut().insert(http));
+            js::after_body(&req, env.as_ref(), &JsValue::from(key as u32), then)
         }),
         // No declared length: read chunks up to the cap, in an executor.
         None => later(async move {
@@ -79,10 +89,17 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
     }
 }
 
-/// The body-read callback: `head` is what [`write_head`] wrote, `body`
-/// the `ArrayBuffer`, or why the read failed.
+/// The body-read callback: `head` is the request's key in [`HEADS`],
+/// `body` the `ArrayBuffer`, or why the read failed.
 fn after_body(env: JsValue, head: JsValue, body: JsValue) -> JsValue {
     let env: Env = env.unchecked_into();
+    let key = head.as_f64().map(|k| k as usize);
+    let head = key.and_then(|k| HEADS.with(|heads| heads.borrow_mut().try_remove(k)));
+    let Some(mut http) = head else {
+        return settle(Err(worker::Error::RustError(
+            "a body arrived for no request".into(),
+        )));
+    };
     // `fetch` built the isolate's server before it started the read.
     let Some(isolate) = built() else {
         return settle(Err(worker::Error::RustError(
@@ -93,7 +110,6 @@ fn after_body(env: JsValue, head: JsValue, body: JsValue) -> JsValue {
         let why = worker::Error::from(body);
         return settle(unreadable(&why));
     };
-    let mut http = parse_head(&head.as_string().unwrap_or_default());
     http.body = js_sys::Uint8Array::new(buffer).to_vec();
     answer(isolate, env, http, request_env())
 }

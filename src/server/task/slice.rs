@@ -119,7 +119,7 @@ pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) {
         // A tool error is a result (`isError`), not a failed task.
         Outcome::ToolFailed(m) => {
             task.status = TaskStatus::Completed;
-            task.result = Some(CallToolResult::error(m).to_json());
+            task.result = Some(CallToolResult::error(m).into_json());
         }
         Outcome::Error(e) => {
             task.status = TaskStatus::Failed;
