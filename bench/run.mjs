@@ -165,7 +165,12 @@ function modernReq(name, args, extra = {}) {
  * state is cut out of the reply (`"requestState":"…"`: a token of base64url
  * and dots, nothing to unescape) rather than the reply parsed, and the
  * retry's body is two fixed halves around it (ours and the peer's alike).
- * A reply without the state sends `null`, which fails.
+ * Both replies are looked at for a state, and one without keeps the last:
+ * after a connection error autocannon leaves the lost request in its queue
+ * and matches every later response on that connection to the request
+ * before it, so a state read from the first reply alone was lost for the
+ * rest of the window (run R: one connection error, then 404 retries with
+ * `requestState: null`, each a 400).
  */
 function roundTrip(name, args, answers) {
   const [head, tail] = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/call',
@@ -176,30 +181,38 @@ function roundTrip(name, args, answers) {
     const end = at < 0 ? -1 : body.indexOf('"', at + tag.length);
     return end < 0 ? null : body.slice(at + tag.length, end);
   };
+  const record = (status, body, ctx) => { ctx.state = stateOf(body) ?? ctx.state; };
   return [
-    { ...modernReq(name, args), onResponse: (status, body, ctx) => { ctx.state = stateOf(body); } },
-    { ...modernReq(name, args), setupRequest: (req, ctx) => ({ ...req, body: `${head}${JSON.stringify(ctx.state)}${tail}` }) },
+    { ...modernReq(name, args), onResponse: record },
+    { ...modernReq(name, args), onResponse: record,
+      setupRequest: (req, ctx) => ({ ...req, body: `${head}${JSON.stringify(ctx.state)}${tail}` }) },
   ];
 }
 /** The saga methods (seed 000): callSaga, then resumeSaga with the completed step. */
 function sagaRoundTrip(name, args, stepResult) {
   const h = { 'content-type': 'application/json' };
+  const sagaRecord = (status, body, ctx) => {
+    try { const r = JSON.parse(body).result; if (r?.sagaToken) { ctx.token = r.sagaToken; ctx.step = r.steps?.[0]?.stepId; } } catch { /* kept */ }
+  };
   return [
     { method: 'POST', path: '/mcp', headers: h,
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/callSaga', params: { name, arguments: args } }),
-      onResponse: (status, body, ctx) => { try { const r = JSON.parse(body).result; ctx.token = r.sagaToken; ctx.step = r.steps?.[0]?.stepId; } catch { ctx.token = null; } } },
-    { method: 'POST', path: '/mcp', headers: h, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+      onResponse: sagaRecord },
+    { method: 'POST', path: '/mcp', headers: h, onResponse: sagaRecord, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
       method: 'tools/resumeSaga', params: { sagaToken: ctx.token, completedSteps: [{ stepId: ctx.step, result: stepResult }] } }) }) },
   ];
 }
 /** The streamless sketch (seed 002): dependent_requests, then dependent_responses. */
 function sketchRoundTrip(name, args, key, result) {
   const h = { 'content-type': 'application/json' };
+  const sketchRecord = (status, body, ctx) => {
+    try { ctx.state = JSON.parse(body).requestState ?? ctx.state; } catch { /* kept */ }
+  };
   return [
     { method: 'POST', path: '/mcp', headers: h,
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args }, dependent_responses: {} }),
-      onResponse: (status, body, ctx) => { try { ctx.state = JSON.parse(body).requestState; } catch { ctx.state = null; } } },
-    { method: 'POST', path: '/mcp', headers: h, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+      onResponse: sketchRecord },
+    { method: 'POST', path: '/mcp', headers: h, onResponse: sketchRecord, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
       method: 'tools/call', params: { name, arguments: args }, requestState: ctx.state, dependent_responses: { [key]: { result } } }) }) },
   ];
 }

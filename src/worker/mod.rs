@@ -167,7 +167,9 @@ pub(crate) fn request_env() -> crate::server::Env {
         out
     });
     crate::server::Env {
-        now_ms: worker::Date::now().as_millis(),
+        // `Date.now()`: one crossing (worker's `Date::now` makes a `Date`
+        // object and asks it for the time, two).
+        now_ms: js_sys::Date::now() as u64,
         random,
     }
 }
