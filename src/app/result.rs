@@ -174,3 +174,26 @@ impl<T: Serialize + JsonSchema + 'static> IntoToolResult for Json<T> {
         Ok(text(value.to_string()).with_structured(value))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_result_reads_the_same_whether_moved_or_copied() {
+        let r = text("hi")
+            .with_structured(json!({"n": 1}))
+            .with_next_tool("add", json!({"a": 1}));
+        let mut failed = CallToolResult::error("no");
+        failed.content.push(content::text("more"));
+        let want = json!({
+            "content": [{"type": "text", "text": "hi"}],
+            "structuredContent": {"n": 1},
+            "_meta": {NEXT_TOOL: {"tool": "add", "arguments": {"a": 1}}},
+        });
+        assert_eq!(r.to_json(), want);
+        assert_eq!(r.into_json(), want);
+        assert_eq!(failed.to_json()["isError"], json!(true));
+        assert_eq!(failed.into_json()["content"][1]["text"], "more");
+    }
+}

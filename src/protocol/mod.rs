@@ -28,3 +28,18 @@ pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
             .collect(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn an_object_is_what_json_would_build() {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        assert_eq!(
+            super::object([("mode", "form".into()), ("requestedSchema", schema.clone())]),
+            json!({"mode": "form", "requestedSchema": schema}),
+        );
+        assert_eq!(super::object([]), json!({}));
+    }
+}
