@@ -159,6 +159,20 @@ function modernReq(name, args, extra = {}) {
   };
 }
 /**
+ * The first failed reply of a window on a lane that reads its replies (the
+ * round trips), with the state its request carried: a status alone does
+ * not say whose fault a 400 was. `run` prints it and starts afresh.
+ */
+let firstFailure = null;
+let firstStateless = null;
+function noteFailure(status, body, state) {
+  if (status < 400 || firstFailure) return;
+  firstFailure = `${status} ${body.slice(0, 240)} (the request carried ${state ? `a state of ${state.length} characters` : 'no state'})`;
+}
+function noteStateless(body) {
+  firstStateless ??= body.slice(0, 240);
+}
+/**
  * A two-request round trip: the second carries the state the first answered.
  * The load generator shares the box's two cores with workerd, so its own
  * work per request is kept as small here as on a one-request lane: the
@@ -181,38 +195,58 @@ function roundTrip(name, args, answers) {
     const end = at < 0 ? -1 : body.indexOf('"', at + tag.length);
     return end < 0 ? null : body.slice(at + tag.length, end);
   };
-  const record = (status, body, ctx) => { ctx.state = stateOf(body) ?? ctx.state; };
+  const record = (status, body, ctx) => {
+    noteFailure(status, body, ctx.state);
+    ctx.state = stateOf(body) ?? ctx.state;
+  };
+  // A first reply should always carry one: note one that does not.
+  const recordFirst = (status, body, ctx) => {
+    if (status < 300 && !stateOf(body)) noteStateless(body);
+    record(status, body, ctx);
+  };
   return [
-    { ...modernReq(name, args), onResponse: record },
+    { ...modernReq(name, args), onResponse: recordFirst },
+    // No state to carry (the first request's reply never came: autocannon
+    // moved on after its connection ended): returning nothing makes
+    // autocannon start the round trip again and count a reset, where a
+    // retry without its state would be a 400 of the bench's own making.
     { ...modernReq(name, args), onResponse: record,
-      setupRequest: (req, ctx) => ({ ...req, body: `${head}${JSON.stringify(ctx.state)}${tail}` }) },
+      setupRequest: (req, ctx) => (ctx.state ? { ...req, body: `${head}${JSON.stringify(ctx.state)}${tail}` } : null) },
   ];
 }
-/** The saga methods (seed 000): callSaga, then resumeSaga with the completed step. */
+/**
+ * The saga methods (seed 000): callSaga, then resumeSaga with the completed
+ * step (started again, as a round trip is, when the first reply never came).
+ */
 function sagaRoundTrip(name, args, stepResult) {
   const h = { 'content-type': 'application/json' };
   const sagaRecord = (status, body, ctx) => {
+    noteFailure(status, body, ctx.token);
     try { const r = JSON.parse(body).result; if (r?.sagaToken) { ctx.token = r.sagaToken; ctx.step = r.steps?.[0]?.stepId; } } catch { /* kept */ }
   };
   return [
     { method: 'POST', path: '/mcp', headers: h,
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/callSaga', params: { name, arguments: args } }),
       onResponse: sagaRecord },
-    { method: 'POST', path: '/mcp', headers: h, onResponse: sagaRecord, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+    { method: 'POST', path: '/mcp', headers: h, onResponse: sagaRecord, setupRequest: (req, ctx) => ctx.token && ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
       method: 'tools/resumeSaga', params: { sagaToken: ctx.token, completedSteps: [{ stepId: ctx.step, result: stepResult }] } }) }) },
   ];
 }
-/** The streamless sketch (seed 002): dependent_requests, then dependent_responses. */
+/**
+ * The streamless sketch (seed 002): dependent_requests, then
+ * dependent_responses (started again when the first reply never came).
+ */
 function sketchRoundTrip(name, args, key, result) {
   const h = { 'content-type': 'application/json' };
   const sketchRecord = (status, body, ctx) => {
+    noteFailure(status, body, ctx.state);
     try { ctx.state = JSON.parse(body).requestState ?? ctx.state; } catch { /* kept */ }
   };
   return [
     { method: 'POST', path: '/mcp', headers: h,
       body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args }, dependent_responses: {} }),
       onResponse: sketchRecord },
-    { method: 'POST', path: '/mcp', headers: h, onResponse: sketchRecord, setupRequest: (req, ctx) => ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
+    { method: 'POST', path: '/mcp', headers: h, onResponse: sketchRecord, setupRequest: (req, ctx) => ctx.state && ({ ...req, body: JSON.stringify({ jsonrpc: '2.0', id: 2,
       method: 'tools/call', params: { name, arguments: args }, requestState: ctx.state, dependent_responses: { [key]: { result } } }) }) },
   ];
 }
@@ -286,6 +320,8 @@ async function run(url, requests, perIteration, rate) {
   // latencies are those of the requests actually sent, in those bursts.
   // Each 2xx response's latency is kept, so a lane's rounds pool.
   const latencies = [];
+  firstFailure = null;
+  firstStateless = null;
   const result = await new Promise((resolve, reject) => {
     const instance = autocannon({ url, connections: CONNECTIONS, duration: rate ? FIXED_SECONDS : SECONDS, requests, timeout: 20,
       ...(rate ? { overallRate: rate, ignoreCoordinatedOmission: true } : {}) }, (err, r) => (err ? reject(err) : resolve(r)));
@@ -296,9 +332,12 @@ async function run(url, requests, perIteration, rate) {
   const statuses = Object.entries(result.statusCodeStats ?? {}).filter(([code]) => !code.startsWith('2'))
     .map(([code, { count }]) => `${count}× ${code}`);
   const errorKinds = errors ? [result.errors && `${result.errors} connection errors`, result.timeouts && `${result.timeouts} timeouts`,
-    ...statuses].filter(Boolean).join(', ') : '';
+    ...statuses, firstFailure && `the first: ${firstFailure}`].filter(Boolean).join(', ') : '';
+  // Round trips started again for want of a state (see `roundTrip`), and
+  // the first reply to a first request that had none, if one came.
+  const resets = result.resets ? `${result.resets} round trips started again${firstStateless ? ` (a first reply without a state: ${firstStateless})` : ''}` : '';
   // rps of whole iterations (a round trip is `perIteration` requests).
-  return { rps: result.requests.average / perIteration, p50: result.latency.p50, p99: result.latency.p99,
+  return { resets, rps: result.requests.average / perIteration, p50: result.latency.p50, p99: result.latency.p99,
     max: result.latency.max, count: result.requests.total, errors, errorKinds, latencies };
 }
 
@@ -482,7 +521,7 @@ async function main() {
         if (await freshIfNeeded()) await autocannon({ url, connections: CONNECTIONS, duration: 2, requests, timeout: 20 });
         const r = await run(url, requests, per);
         results.get(name).push(r);
-        console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors: ${r.errorKinds})` : ''}`);
+        console.error(`round ${round + 1}: ${name}: ${r.rps.toFixed(0)}/s p50 ${r.p50} ms p99 ${r.p99} ms${r.errors ? ` (${r.errors} errors: ${r.errorKinds})` : ''}${r.resets ? ` (${r.resets})` : ''}`);
       }
     }
     for (const [name, rs] of fixedRuns) {
