@@ -512,7 +512,7 @@ async function main() {
         await autocannon({ url, connections: CONNECTIONS, duration: 2, requests, timeout: 20, overallRate: fixedRate });
         const r = await run(url, requests, per, fixedRate);
         fixedRuns.get(name).push(r);
-        console.error(`fixed ${fixedRate}/s, round ${round + 1}: ${name}: p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms (${r.count} requests)`);
+        console.error(`fixed ${fixedRate}/s, round ${round + 1}: ${name}: p50 ${r.p50} ms p99 ${r.p99} ms max ${r.max} ms (${r.count} requests)${r.resets ? ` (${r.resets})` : ''}`);
       }
     }
     for (let round = 0; round < ROUNDS; round++) {
