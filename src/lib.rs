@@ -2,6 +2,7 @@
 //!
 //! # Layout of the crate
 //! - [`app`]: what you build with: [`Registry`], [`Tool`], typed results, [`Bindings`].
+//! - [`auth`]: who is calling: the bearer credential, `API_TOKENS`.
 //! - [`engine`]: the replay engine, [`Cx`] and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
 //! - [`session`]: the 2025-11-25 session wire (one Durable Object per session).
@@ -18,6 +19,7 @@
 //! - `worker` (wasm32, feature `worker`): the Cloudflare glue behind [`entry!`].
 
 pub mod app;
+pub mod auth;
 pub mod effects;
 pub mod engine;
 mod entry;

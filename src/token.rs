@@ -167,65 +167,86 @@ pub fn open(
 /// request names nothing but the token (`tools/resumeSaga`) and for
 /// routing. The caller must still check the binding (or call [`open`]).
 pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, McpError> {
-    if ring.is_empty() {
-        return Err(McpError::internal(
-            "no state key is configured; stateful calls are disabled",
-        ));
-    }
-    let mut parts = token.split('.');
-    let (Some(version), Some(payload_b64), Some(tag_b64), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(refused("malformed"));
-    };
-    if version != VERSION {
-        return Err(refused("malformed"));
-    }
-    let payload = URL_SAFE_NO_PAD
-        .decode(payload_b64)
-        .map_err(|_| refused("malformed"))?;
-    let tag = URL_SAFE_NO_PAD
-        .decode(tag_b64)
-        .map_err(|_| refused("malformed"))?;
+    let parts = split(ring, token)?;
     // Parsed before the MAC is checked (one pass, not a pass for the key id
     // and another for the rest), but nothing in it is used until the MAC
     // verifies except the key id, to pick the key.
-    let claims: Claims = serde_json::from_slice(&payload).map_err(|_| refused("malformed"))?;
-    let mut mac = ring
-        .mac(&claims.kid)
-        .ok_or_else(|| refused("signature does not verify"))?;
-    mac.update(DOMAIN);
-    mac.update(version.as_bytes());
-    mac.update(b".");
-    mac.update(payload_b64.as_bytes());
-    mac.verify_slice(&tag)
-        .map_err(|_| refused("signature does not verify"))?;
+    let claims: Claims =
+        serde_json::from_slice(&parts.payload).map_err(|_| refused("malformed"))?;
+    parts.verify(ring, &claims.kid)?;
     if now_ms >= claims.exp {
         return Err(refused("expired"));
     }
     Ok(claims)
 }
 
+/// A token taken apart: its payload (base64 and decoded) and its tag.
+struct Parts<'t> {
+    payload_b64: &'t str,
+    payload: Vec<u8>,
+    tag: Vec<u8>,
+}
+
+fn split<'t>(ring: &KeyRing, token: &'t str) -> Result<Parts<'t>, McpError> {
+    if ring.is_empty() {
+        return Err(McpError::internal(
+            "no state key is configured; stateful calls are disabled",
+        ));
+    }
+    let mut parts = token.split('.');
+    let (Some(VERSION), Some(payload_b64), Some(tag_b64), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(refused("malformed"));
+    };
+    let payload = URL_SAFE_NO_PAD
+        .decode(payload_b64)
+        .map_err(|_| refused("malformed"))?;
+    let tag = URL_SAFE_NO_PAD
+        .decode(tag_b64)
+        .map_err(|_| refused("malformed"))?;
+    Ok(Parts {
+        payload_b64,
+        payload,
+        tag,
+    })
+}
+
+impl Parts<'_> {
+    /// Checks the tag with key `kid` (in constant time).
+    fn verify(&self, ring: &KeyRing, kid: &str) -> Result<(), McpError> {
+        let mut mac = ring
+            .mac(kid)
+            .ok_or_else(|| refused("signature does not verify"))?;
+        mac.update(DOMAIN);
+        mac.update(VERSION.as_bytes());
+        mac.update(b".");
+        mac.update(self.payload_b64.as_bytes());
+        mac.verify_slice(&self.tag)
+            .map_err(|_| refused("signature does not verify"))
+    }
+}
+
 /// Where a token's call lives — its call id, if it is a durable call's —
-/// read **without** checking the MAC or the expiry: for routing only. The
-/// call's object opens the token properly ([`open`]) and refuses it if it
-/// is forged, expired or issued for another call, so a forged id only
-/// reaches an object that refuses it (as a new call's fresh id would reach
-/// an empty one). Saves the router a MAC and a full parse per request.
-pub fn durable_call_id(token: &str) -> Option<String> {
+/// for routing: only a token whose MAC verifies and which has not expired
+/// names one. Anything else is served where its error is made, and so a
+/// forged id never makes the Worker open an object (each one a Durable
+/// Object request, billed, that an attacker could pick by the thousand).
+/// Reads only the key id, the call id, the flag and the expiry: the
+/// call's object opens the token in full ([`open`]).
+pub fn durable_call_id(ring: &KeyRing, token: &str, now_ms: u64) -> Option<String> {
     #[derive(Deserialize)]
     struct Route {
+        kid: String,
         sid: String,
+        exp: u64,
         #[serde(default)]
         durable: bool,
     }
-    let mut parts = token.split('.');
-    let (Some(VERSION), Some(payload_b64)) = (parts.next(), parts.next()) else {
-        return None;
-    };
-    let payload = URL_SAFE_NO_PAD.decode(payload_b64).ok()?;
-    let route: Route = serde_json::from_slice(&payload).ok()?;
-    route.durable.then_some(route.sid)
+    let parts = split(ring, token).ok()?;
+    let route: Route = serde_json::from_slice(&parts.payload).ok()?;
+    parts.verify(ring, &route.kid).ok()?;
+    (route.durable && now_ms < route.exp).then_some(route.sid)
 }
 
 #[cfg(test)]
@@ -233,23 +254,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_route_hint_reads_a_durable_call_id_and_nothing_else() {
+    fn the_route_hint_names_a_call_only_for_a_verified_unexpired_durable_token() {
         let r = ring("k1:0123456789abcdef0123456789abcdef");
         let durable = Claims {
             durable: true,
             ..claims()
         };
-        let t = seal(&r, durable).expect("seal");
-        assert_eq!(durable_call_id(&t).as_deref(), Some("s1"));
+        let t = seal(&r, durable.clone()).expect("seal");
+        assert_eq!(durable_call_id(&r, &t, 2_000).as_deref(), Some("s1"));
         // Not durable, not a token: no object to route to.
-        assert_eq!(durable_call_id(&seal(&r, claims()).expect("seal")), None);
-        assert_eq!(durable_call_id("v1.%%%.x"), None);
-        assert_eq!(durable_call_id("garbage"), None);
-        // Unverified by design: a forged tag still names the call (whose
-        // object then refuses it).
+        let plain = seal(&r, claims()).expect("seal");
+        assert_eq!(durable_call_id(&r, &plain, 2_000), None);
+        assert_eq!(durable_call_id(&r, "v1.%%%.x", 2_000), None);
+        assert_eq!(durable_call_id(&r, "garbage", 2_000), None);
+        // A forged tag, a forged id under a real tag, an unknown key or an
+        // expired token name no object: the Worker opens none for them.
         let forged = format!("{}.AAAA", t.rsplit_once('.').expect("dot").0);
-        assert_eq!(durable_call_id(&forged).as_deref(), Some("s1"));
-        assert!(open_unbound(&r, &forged, 2_000).is_err());
+        assert_eq!(durable_call_id(&r, &forged, 2_000), None);
+        let other_id = Claims {
+            sid: "s1-forged".into(),
+            ..durable.clone()
+        };
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&other_id).expect("json"));
+        let tag = t.rsplit_once('.').expect("dot").1;
+        assert_eq!(
+            durable_call_id(&r, &format!("v1.{payload}.{tag}"), 2_000),
+            None
+        );
+        let stranger = ring("k1:ffffffffffffffffffffffffffffffff");
+        assert_eq!(durable_call_id(&stranger, &t, 2_000), None);
+        assert_eq!(durable_call_id(&r, &t, 61_000), None);
+        assert_eq!(durable_call_id(&KeyRing::default(), &t, 2_000), None);
     }
 
     fn ring(spec: &str) -> KeyRing {

@@ -17,7 +17,9 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use super::journal::{answer_shape_ok, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER};
+use super::journal::{
+    answer_fits, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
+};
 use super::{Suspended, ToolError};
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};
@@ -344,14 +346,15 @@ impl Cx {
             .ask(key, "elicitation/create", form(message, schema))
             .and_then(decode::<ElicitResult>);
         ready(answer.and_then(|r| match r.action.as_str() {
+            // The schema check let it through, but `T` refuses it (a
+            // constraint the schema cannot say): the same -32602, and the
+            // form stays open, rather than the call ending.
             "accept" => {
                 let content = Value::Object(r.content.unwrap_or_default());
                 serde_json::from_value(content)
                     .map(Elicitation::Accepted)
                     .map_err(|e| {
-                        ToolError::Failed(format!(
-                            "the submitted form does not fit the request: {e}"
-                        ))
+                        ToolError::Protocol(unfit(key, "elicitation/create", &e.to_string()))
                     })
             }
             "decline" => Ok(Elicitation::Declined),
@@ -434,6 +437,13 @@ impl Cx {
                      a tool must ask the same thing under the same key on every replay"
                 )));
             }
+            // Checked again in full: a sealed token's journal could not
+            // hold the answer to the form's schema when it was taken. A
+            // protocol error leaves the round unrun and the question open.
+            if let Ok(v) = &answer.outcome {
+                answer_fits(&request, v)
+                    .map_err(|why| ToolError::Protocol(unfit(key, method, &why)))?;
+            }
             return answer.outcome.clone().map_err(ToolError::Client);
         }
         let needed = match method {
@@ -446,7 +456,7 @@ impl Cx {
             return Err(ToolError::MissingCapability(json!({ cap: {} })));
         }
         if let Some(v) = st.offered.remove(key) {
-            if answer_shape_ok(method, &v) {
+            if answer_fits(&request, &v).is_ok() {
                 let asked = request.digest();
                 st.journal.answers.insert(
                     key.to_string(),

@@ -159,24 +159,21 @@ impl Journal {
         self
     }
 
-    /// Refuses an answer to a pending request whose shape does not fit
-    /// what was asked (an elicitation without a valid `action`, a sampling
-    /// result without `role` and `content`, roots that are not a list):
-    /// `-32602` naming the key. Answers to keys that are not pending are
-    /// not checked (they are offered, and taken only if they fit).
+    /// Refuses an answer to a pending request that does not fit what was
+    /// asked — in shape or in type: an elicitation without a valid
+    /// `action`, or whose form values break the form's schema; a sampling
+    /// result whose `role` is not a role or whose `content` is not content;
+    /// roots that are not a list of roots: `-32602` naming the key and why.
+    /// The question stays open for a corrected answer. Answers to keys that
+    /// are not pending are not checked here (they are offered, and taken
+    /// only if they fit).
     pub fn check_answers(
         &self,
         answers: &[(String, Result<Value, Value>)],
     ) -> Result<(), McpError> {
         for (key, answer) in answers {
             if let (Some(req), Ok(v)) = (self.pending.get(key), answer) {
-                if !answer_shape_ok(&req.method, v) {
-                    return Err(McpError::invalid_params(format!(
-                        "Invalid params: the answer to {key:?} does not fit {}: {}",
-                        req.method,
-                        expected_shape(&req.method)
-                    )));
-                }
+                answer_fits(req, v).map_err(|why| unfit(key, &req.method, &why))?;
             }
         }
         Ok(())
@@ -193,7 +190,7 @@ impl Journal {
             if let Some(req) = self.pending.get(&key) {
                 if outcome
                     .as_ref()
-                    .map_or(true, |v| answer_shape_ok(&req.method, v))
+                    .map_or(true, |v| answer_fits(req, v).is_ok())
                 {
                     let asked = req.digest();
                     self.pending.remove(&key);
@@ -206,32 +203,120 @@ impl Journal {
     }
 }
 
-/// Whether `value` has the shape of a result of `method`. An answer of the
-/// wrong shape is not taken, so the request is asked again.
+/// Whether `value` has the shape of a result of `method` (what can be
+/// checked without the request's params). An answer of the wrong shape is
+/// not taken, so the request is asked again.
 pub fn answer_shape_ok(method: &str, value: &Value) -> bool {
-    match method {
-        "elicitation/create" => {
-            matches!(
-                value.get("action").and_then(Value::as_str),
-                Some("accept" | "decline" | "cancel")
-            ) && value.get("content").is_none_or(Value::is_object)
+    answer_fits(&InputRequest::new(method, Value::Null), value).is_ok()
+}
+
+/// Whether `value` answers `request`, in shape and in type, or why not.
+/// A form's answer is held to the form's `requestedSchema` when the
+/// request still has its params (a sealed token's journal keeps only a
+/// digest: there the replay, which asks again in full, checks it).
+pub fn answer_fits(request: &InputRequest, value: &Value) -> Result<(), String> {
+    let Some(answer) = value.as_object() else {
+        return Err("the answer is not an object".into());
+    };
+    match request.method.as_str() {
+        "elicitation/create" => elicitation_fits(answer, &request.params),
+        "sampling/createMessage" => sampling_fits(answer),
+        "roots/list" => {
+            let Some(Value::Array(roots)) = answer.get("roots") else {
+                return Err("roots must be a list".into());
+            };
+            for (i, root) in roots.iter().enumerate() {
+                let uri = root.get("uri").and_then(Value::as_str);
+                let name_ok = root.get("name").is_none_or(Value::is_string);
+                if uri.is_none() || !name_ok {
+                    return Err(format!(
+                        "roots[{i}] is {root}, not a root (an object with a string uri)"
+                    ));
+                }
+            }
+            Ok(())
         }
-        "sampling/createMessage" => value.get("role").is_some() && value.get("content").is_some(),
-        "roots/list" => value.get("roots").is_some_and(Value::is_array),
-        _ => value.is_object(),
+        _ => Ok(()),
     }
 }
 
-/// What a fitting answer to `method` looks like, for error messages.
-fn expected_shape(method: &str) -> &'static str {
-    match method {
-        "elicitation/create" => {
-            "an object with action \"accept\", \"decline\" or \"cancel\" (and an object content)"
-        }
-        "sampling/createMessage" => "an object with role and content",
-        "roots/list" => "an object with a roots array",
-        _ => "an object",
+fn elicitation_fits(answer: &serde_json::Map<String, Value>, params: &Value) -> Result<(), String> {
+    let action = answer.get("action").and_then(Value::as_str);
+    if !matches!(action, Some("accept" | "decline" | "cancel")) {
+        return Err("action must be \"accept\", \"decline\" or \"cancel\"".into());
     }
+    let empty = Value::Object(Default::default());
+    let content = match answer.get("content") {
+        None | Some(Value::Null) => &empty,
+        Some(c @ Value::Object(fields)) => {
+            for (name, v) in fields {
+                form_value(v).map_err(|why| format!("content.{name} {why}"))?;
+            }
+            c
+        }
+        Some(v) => return Err(format!("content is {v}, not an object")),
+    };
+    match (action, params.get("requestedSchema")) {
+        (Some("accept"), Some(schema)) => {
+            crate::schema::check(content, schema).map_err(|why| why.replacen('$', "content", 1))
+        }
+        _ => Ok(()),
+    }
+}
+
+fn sampling_fits(answer: &serde_json::Map<String, Value>) -> Result<(), String> {
+    match answer.get("role").and_then(Value::as_str) {
+        Some("user" | "assistant") => {}
+        _ => return Err("role must be \"user\" or \"assistant\"".into()),
+    }
+    match answer.get("content") {
+        Some(Value::Array(blocks)) if !blocks.is_empty() => {
+            for (i, b) in blocks.iter().enumerate() {
+                content_block(b).map_err(|why| format!("content[{i}] {why}"))?;
+            }
+        }
+        Some(b @ Value::Object(_)) => content_block(b).map_err(|why| format!("content {why}"))?,
+        Some(v) => return Err(format!("content is {v}, not a content block")),
+        None => return Err("content is missing".into()),
+    }
+    for k in ["model", "stopReason"] {
+        if let Some(v) = answer.get(k).filter(|v| !v.is_string() && !v.is_null()) {
+            return Err(format!("{k} is {v}, not a string"));
+        }
+    }
+    Ok(())
+}
+
+/// A form field's value: what MCP forms carry (a string, number or
+/// boolean, or a list of strings for a multi-select).
+fn form_value(v: &Value) -> Result<(), String> {
+    match v {
+        Value::String(_) | Value::Number(_) | Value::Bool(_) => Ok(()),
+        Value::Array(items) if items.iter().all(Value::is_string) => Ok(()),
+        v => Err(format!(
+            "is {v}, not a string, number, boolean or list of strings"
+        )),
+    }
+}
+
+/// A sampling content block: an object with a string `type`, and a string
+/// `text` when it is text.
+fn content_block(b: &Value) -> Result<(), String> {
+    match b.get("type").and_then(Value::as_str) {
+        None => Err(format!("is {b}, not a content block (no type)")),
+        Some("text") if !b.get("text").is_some_and(Value::is_string) => {
+            Err("is a text block without a string text".into())
+        }
+        Some(_) => Ok(()),
+    }
+}
+
+/// The `-32602` for an answer to `key` that does not fit `method`.
+pub(crate) fn unfit(key: &str, method: &str, why: &str) -> McpError {
+    McpError::invalid_params(format!(
+        "Invalid params: the answer to {key:?} does not fit {method}: {why}; \
+         the question is still open: answer it again"
+    ))
 }
 
 /// SHA-256 of the canonical JSON form of `value`, hex encoded. serde_json
@@ -333,6 +418,86 @@ mod tests {
         // A changed question no longer matches the recorded answer.
         let changed = InputRequest::new("elicitation/create", json!({"message": "!", "s": [1]}));
         assert_ne!(compact.answers["f"].asked, changed.digest());
+    }
+
+    #[test]
+    fn answers_of_the_right_keys_but_the_wrong_types_do_not_fit() {
+        let sample = InputRequest::new("sampling/createMessage", Value::Null);
+        let roots = InputRequest::new("roots/list", Value::Null);
+        let form = InputRequest::new(
+            "elicitation/create",
+            json!({"mode": "form", "message": "?", "requestedSchema": {
+                "type": "object",
+                "properties": {"target": {"type": "string", "enum": ["staging", "production"]}},
+                "required": ["target"]
+            }}),
+        );
+        let text = json!({"type": "text", "text": "yes"});
+        let fits = |r: &InputRequest, v: Value| answer_fits(r, &v);
+        assert_eq!(
+            fits(&sample, json!({"role": "assistant", "content": text})),
+            Ok(())
+        );
+        assert_eq!(
+            fits(&sample, json!({"role": "assistant", "content": [text]})),
+            Ok(())
+        );
+        for bad in [
+            json!({"role": "assistant", "content": "yes"}),
+            json!({"role": "assistant", "content": null}),
+            json!({"role": "assistant", "content": []}),
+            json!({"role": "assistant", "content": {"type": "text", "text": 5}}),
+            json!({"role": 5, "content": text}),
+            json!({"role": "assistant", "content": text, "model": 7}),
+            json!("yes"),
+        ] {
+            assert!(fits(&sample, bad.clone()).is_err(), "{bad}");
+        }
+        assert_eq!(
+            fits(&roots, json!({"roots": [{"uri": "file:///a"}]})),
+            Ok(())
+        );
+        for bad in [
+            json!({"roots": [5]}),
+            json!({"roots": [{"uri": 5}]}),
+            json!({"roots": {}}),
+        ] {
+            assert!(fits(&roots, bad.clone()).is_err(), "{bad}");
+        }
+        let accept = |content: Value| json!({"action": "accept", "content": content});
+        assert_eq!(fits(&form, accept(json!({"target": "staging"}))), Ok(()));
+        assert_eq!(fits(&form, json!({"action": "decline"})), Ok(()));
+        let why = fits(&form, accept(json!({"target": 5}))).expect_err("a number");
+        assert!(why.contains("content.target"), "{why}");
+        let why = fits(&form, accept(json!({"target": "mars"}))).expect_err("not an option");
+        assert!(why.contains("not one of"), "{why}");
+        assert!(fits(&form, accept(json!({}))).is_err(), "required");
+        assert!(fits(&form, accept(json!({"target": {"a": 1}}))).is_err());
+        // Without the params (a token's compacted journal) only the shape is
+        // checked here; the replay checks the rest.
+        let compact = InputRequest::new("elicitation/create", Value::Null);
+        assert_eq!(fits(&compact, accept(json!({"target": "mars"}))), Ok(()));
+        assert!(fits(&compact, accept(json!({"target": {"a": 1}}))).is_err());
+    }
+
+    #[test]
+    fn a_wrong_typed_answer_is_refused_naming_its_key_and_stays_pending() {
+        let mut j = Journal::new();
+        j.pending.insert(
+            "verdict".into(),
+            InputRequest::new("sampling/createMessage", Value::Null),
+        );
+        let bad = [(
+            "verdict".to_string(),
+            Ok(json!({"role": "assistant", "content": "yes"})),
+        )];
+        let e = j.check_answers(&bad).expect_err("refused");
+        assert_eq!(e.code(), -32602);
+        assert!(e.message.contains("\"verdict\""), "{}", e.message);
+        assert_eq!(j.accept_answers(bad), 0);
+        assert!(j.pending.contains_key("verdict"));
+        let good = json!({"role": "assistant", "content": {"type": "text", "text": "yes"}});
+        assert_eq!(j.accept_answers([("verdict".to_string(), Ok(good))]), 1);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use serde_json::Value;
 pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode};
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
-    answer_shape_ok, digest_json, hex, Answer, InputRequest, Journal, CHECKPOINT, DETACH,
-    JOURNAL_VERSION, TIMER,
+    answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Journal, CHECKPOINT,
+    DETACH, JOURNAL_VERSION, TIMER,
 };
 
 use crate::error::{ErrorKind, McpError};

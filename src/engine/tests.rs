@@ -307,7 +307,7 @@ fn a_non_flat_form_type_is_refused_with_a_clear_error_before_asking() {
 }
 
 #[test]
-fn a_submitted_form_that_does_not_fit_the_type_fails_the_tool() {
+fn a_submitted_form_that_does_not_fit_the_type_is_refused_and_stays_open() {
     let h = boxed(
         async |cx: &mut Cx, _: Value| -> Result<Elicitation<Target>, ToolError> {
             cx.elicit::<Target>("t", "Where?").await
@@ -322,13 +322,23 @@ fn a_submitted_form_that_does_not_fit_the_type_fails_the_tool() {
     if let Outcome::InputRequired { journal: j, .. } = first.outcome {
         journal = j;
     }
-    journal.accept_answers([(
+    let wrong = [(
         "t".to_string(),
         Ok(json!({"action": "accept", "content": {"target": 5}})),
-    )]);
-    let r = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    )];
+    // Where the journal has the form (a kept journal): refused up front.
+    let e = journal.check_answers(&wrong).expect_err("refused");
+    assert_eq!(e.code(), -32602);
+    assert!(e.message.contains("\"t\""), "{}", e.message);
+    assert_eq!(journal.clone().accept_answers(wrong.clone()), 0);
+    // Where it has only the form's digest (a token's compacted journal) the
+    // answer is taken, and the replay, which asks in full, refuses it: a
+    // protocol error, so the round is not run and the question stays open.
+    let mut compact = journal.compacted();
+    assert_eq!(compact.accept_answers(wrong), 1);
+    let r = block_on(run(&*h, Cx::new(compact, ClientCaps::all()), Value::Null));
     assert!(
-        matches!(&r.outcome, Outcome::ToolFailed(m) if m.contains("does not fit")),
+        matches!(&r.outcome, Outcome::Error(e) if e.code() == -32602 && e.message.contains("content.target")),
         "{:?}",
         r.outcome
     );

@@ -240,10 +240,12 @@ fn object_for(
         }
         _ => return None,
     };
-    // The token is not verified here: the call's object does that.
+    // Only a token whose MAC verifies names an object: a forged one is
+    // served here, where it gets its error, and opens none. (The call's
+    // object opens it again, in full, with its binding.)
     let call_id = match state {
         None => new_durable_call_id(server.config.call_shards, env),
-        Some(s) => token::durable_call_id(s)?,
+        Some(s) => token::durable_call_id(&server.config.keys, s, env.now_ms)?,
     };
     Some((call_object_name(&call_id), vec![(CALL_ID_HEADER, call_id)]))
 }

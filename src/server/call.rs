@@ -234,6 +234,12 @@ pub(crate) async fn run_round(
     // asked is refused (-32602), and the question stays open for a
     // corrected answer (nothing was claimed yet: nothing to release).
     journal.check_answers(&input.answers)?;
+    // The journal as this round found it, to store again if the round
+    // fails (durable mode only: elsewhere nothing is stored): without this
+    // round's answers, so that a corrected retry's answers are the ones
+    // taken.
+    let round_before = journal.round;
+    let before = kept.map(|d| (d, journal.clone()));
     // The client came back: checkpoints are passed.
     let passed = InputRequest::checkpoints_passed(&journal.pending);
     journal.accept_answers(passed);
@@ -248,10 +254,6 @@ pub(crate) async fn run_round(
         }
     }
     journal.accept_answers(taken);
-    // The journal as this round found it, to store again if the round
-    // fails (durable mode only: elsewhere nothing is stored).
-    let round_before = journal.round;
-    let before = kept.map(|d| (d, journal.clone()));
 
     let cx = Cx::new(journal, input.caps)
         .with_call(sid.clone(), durable.is_some())
@@ -390,14 +392,25 @@ pub(crate) async fn run_round(
     Ok(round)
 }
 
-/// A digest of a round's answers, in key order.
+/// A digest of a round's answers, in key order. An answer's `_meta` is
+/// left out: it is not part of what the client answered (an SDK may
+/// decorate a retry differently from the first try), and an exact retry
+/// must still be known as one.
 fn digest_answers(answers: &Answers) -> String {
+    let bare = |v: &Value| match v {
+        Value::Object(m) if m.contains_key("_meta") => {
+            let mut m = m.clone();
+            m.remove("_meta");
+            Value::Object(m)
+        }
+        v => v.clone(),
+    };
     let mut sorted: Vec<(&String, Value)> = answers
         .iter()
         .map(|(k, a)| {
             let v = match a {
-                Ok(v) => json!({ "result": v }),
-                Err(e) => json!({ "error": e }),
+                Ok(v) => json!({ "result": bare(v) }),
+                Err(e) => json!({ "error": bare(e) }),
             };
             (k, v)
         })

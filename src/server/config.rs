@@ -91,7 +91,9 @@ impl Config {
     /// - `ALLOWED_ORIGINS`, `ALLOWED_HOSTS`: comma-separated (see [`AllowList`])
     /// - `MAX_BODY_BYTES`, `STATE_TTL_SECONDS`, `LIST_TTL_SECONDS`
     /// - `STATE_KEYS` (secret): `kid:secret,…`, newest first
-    /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth required
+    /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth
+    ///   required, and a malformed value is an error (the server refuses to
+    ///   serve rather than run open)
     /// - `FIXTURES`: `1` serves the conformance fixtures
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
@@ -137,13 +139,7 @@ impl Config {
             c.keys = KeyRing::parse(&v)?;
         }
         if let Some(v) = get("API_TOKENS") {
-            c.api_tokens = v
-                .split(',')
-                .filter_map(|item| {
-                    let (who, tok) = item.trim().split_once(':')?;
-                    Some((tok.trim().to_string(), who.trim().to_string()))
-                })
-                .collect();
+            c.api_tokens = crate::auth::parse_api_tokens(&v)?;
         }
         if let Some(n) = num("SESSION_TTL_SECONDS")? {
             c.session_ttl_ms = n.saturating_mul(1000);

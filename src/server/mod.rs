@@ -283,40 +283,21 @@ impl Server {
         Ok(principal)
     }
 
-    /// Checks `Authorization: Bearer` when API tokens are configured.
+    /// Checks `Authorization: Bearer` when API tokens are configured
+    /// (the Worker and every object alike: [`crate::auth`] reads it).
     pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Principal, McpError> {
         if self.config.api_tokens.is_empty() {
             return Ok(Principal::default());
         }
-        let presented = req
-            .header("authorization")
-            .and_then(|h| {
-                h.strip_prefix("Bearer ")
-                    .or_else(|| h.strip_prefix("bearer "))
+        crate::auth::authenticate_api_token(&self.config.api_tokens, req.header("authorization"))
+            .map(|who| Principal(who.to_string()))
+            .ok_or_else(|| {
+                McpError::new(
+                    ErrorKind::Unauthorized,
+                    "Unauthorized: a valid bearer token is required",
+                )
             })
-            .map(str::trim);
-        let found = presented.and_then(|p| {
-            // Compare every token in constant time so timing does not reveal a prefix.
-            self.config.api_tokens.iter().fold(None, |hit, (tok, who)| {
-                if ct_eq(tok.as_bytes(), p.as_bytes()) {
-                    Some(who)
-                } else {
-                    hit
-                }
-            })
-        });
-        found.map(|who| Principal(who.clone())).ok_or_else(|| {
-            McpError::new(
-                ErrorKind::Unauthorized,
-                "Unauthorized: a valid bearer token is required",
-            )
-        })
     }
-}
-
-/// Constant-time byte comparison.
-fn ct_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 /// A success reply as JSON: the envelope written straight to bytes

@@ -51,10 +51,8 @@ thread_local! {
 pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
     let isolate = match server(&env, build) {
         Ok(s) => s,
-        Err(e) => {
-            worker::console_error!("{}", e.message);
-            return settle(to_web_response(error_response(&e, None)));
-        }
+        // Logged where it was found (`server`).
+        Err(e) => return settle(to_web_response(error_response(&e, None))),
     };
     let server = &isolate.server;
     let now = request_env();

@@ -75,10 +75,15 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     // Panics are bugs; at least make them readable in `wrangler tail`.
     console_error_panic_hook::set_once();
     let bindings = Bindings::from_env(env.clone());
-    let config = Config::from_lookup(|name| bindings.var(name))
-        .map_err(|e| McpError::internal(format!("server misconfigured: {e}")))?;
-    let registry = build(&bindings)
-        .map_err(|e| McpError::internal(format!("the entry function failed: {e}")))?;
+    // Refused, not served open: the reason goes to the log (it may name a
+    // principal), the client hears only that the server is misconfigured.
+    let misconfigured = |why: String| {
+        worker::console_error!("durable-mcp: the server is misconfigured: {why}");
+        McpError::internal("Internal error: the server is misconfigured (its log says why)")
+    };
+    let config = Config::from_lookup(|name| bindings.var(name)).map_err(misconfigured)?;
+    let registry =
+        build(&bindings).map_err(|e| misconfigured(format!("the entry function failed: {e}")))?;
     let server = Server::new(config, registry);
     let client_headers = js::name_list(&host::client_headers(&server));
     let object_headers = js::name_list(&host::object_headers(&server));

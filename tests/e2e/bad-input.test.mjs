@@ -4,7 +4,7 @@
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
-import { startWrangler } from './wrangler.mjs';
+import { startServer, VIA } from './server.mjs';
 import {
   MODERN, META_PROTOCOL_VERSION, META_CLIENT_CAPABILITIES,
   modernMeta, modernRequest, send, post, rawHttp, base64HeaderValue,
@@ -25,11 +25,11 @@ function assertError(r, status, code, id) {
 /** A valid tools/call of `add` (1 + 2). */
 const ADD = { name: 'add', arguments: { a: 1, b: 2 } };
 
-describe('default configuration', () => {
+describe(`default configuration (${VIA})`, () => {
   let server;
   let url;
   before(async () => {
-    server = await startWrangler();
+    server = await startServer();
     url = server.url;
   });
   after(async () => { await server?.stop(); });
@@ -279,12 +279,12 @@ describe('default configuration', () => {
   });
 });
 
-describe('MAX_BODY_BYTES=1024 and API_TOKENS=alice:tok-alice-123', () => {
+describe(`MAX_BODY_BYTES=1024 and API_TOKENS=alice:tok-alice-123 (${VIA})`, () => {
   const TOKEN = 'tok-alice-123';
   let server;
   let url;
   before(async () => {
-    server = await startWrangler({ vars: { MAX_BODY_BYTES: '1024', API_TOKENS: `alice:${TOKEN}` } });
+    server = await startServer({ vars: { MAX_BODY_BYTES: '1024', API_TOKENS: `alice:${TOKEN}` } });
     url = server.url;
   });
   after(async () => { await server?.stop(); });

@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
-import { freshPersistDir, startWrangler } from './wrangler.mjs';
+import { freshPersistDir } from './wrangler.mjs';
+import { startServer, VIA } from './server.mjs';
 import { parseSse, SseReader, TIMEOUT } from './sse.mjs';
 
 const SESSION = '2025-11-25';
@@ -23,7 +24,7 @@ const REQUEST_TIMEOUT_MS = 20_000;
 const running = new Set();
 
 async function wrangler(opts = {}) {
-  const s = await startWrangler(opts);
+  const s = await startServer(opts);
   running.add(s);
   return {
     ...s,
@@ -214,7 +215,7 @@ function recorder() {
   return { wire, recordingFetch };
 }
 
-describe('the 2025-11-25 session wire under wrangler dev', () => {
+describe(`the 2025-11-25 session wire (${VIA})`, () => {
   let server;
   before(async () => { server = await wrangler(); });
   after(async () => { await server?.stop(); });
@@ -417,7 +418,7 @@ describe('the 2025-11-25 session wire under wrangler dev', () => {
   });
 });
 
-test('a pending elicitation survives a restart of wrangler dev', { timeout: 180_000 }, async () => {
+test(`a pending elicitation survives a restart of ${VIA}`, { timeout: 180_000 }, async () => {
   const P = freshPersistDir();
   const first = await wrangler({ persistTo: P });
   let sid;
@@ -496,11 +497,21 @@ test('a request not resumed within maxWait is cancelled', { timeout: 120_000 }, 
   }
 });
 
-/** The McpObject SQLite files wrangler dev writes under --persist-to. */
+/**
+ * The objects' SQLite files under the persist directory: wrangler dev keeps
+ * them in v3/do/<worker>-McpObject, plain workerd in its localDisk.
+ */
 function objectFiles(persistTo) {
-  const dir = join(persistTo, 'v3', 'do', 'durable-mcp-fixtures-McpObject');
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir).filter((f) => f.endsWith('.sqlite') && f !== 'metadata.sqlite').map((f) => join(dir, f));
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.sqlite') && e.name !== 'metadata.sqlite') out.push(p);
+    }
+  };
+  if (existsSync(persistTo)) walk(persistTo);
+  return out;
 }
 
 /** What one object's SQLite holds of a session (null tables: absent). */

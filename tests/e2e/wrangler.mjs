@@ -48,7 +48,7 @@ function prebuiltConfig(dir) {
  * Starts `wrangler dev` (by default on the fixtures worker, built once by the
  * test script). Resolves when /mcp answers.
  * @param {{persistTo?: string, port?: number, vars?: Record<string,string>,
- *   cwd?: string, env?: Record<string,string>, startupMs?: number}} opts
+ *   cwd?: string, env?: Record<string,string>, startupMs?: number, misconfigured?: boolean}} opts
  *   cwd: a worker directory with its own wrangler.toml (it then builds
  *   itself, as `wrangler dev` does for a user); env: extra environment.
  */
@@ -104,8 +104,9 @@ async function startOnce(opts) {
     if (child.exitCode !== null) break;
     try {
       const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
-      // Our parse error (or 401 when bearer auth is on): the worker is up.
-      if (r.status === 400 || r.status === 401) return server;
+      // Our parse error (or 401 when bearer auth is on; 500 for a test that
+      // misconfigures it on purpose): the worker is up.
+      if (r.status === 400 || r.status === 401 || (opts.misconfigured && r.status === 500)) return server;
     } catch { /* not listening yet */ }
     await new Promise((r) => setTimeout(r, 250));
   }

@@ -2,6 +2,7 @@
 //! routes requests to in-memory Durable Objects and applies the effects the
 //! way the Worker does, with a fake clock.
 //!
+//! - `answers.rs`: wrong-typed answers refused, the question left open.
 //! - `modern.rs`: the 2026-07-28 rules, results and MRTR.
 //! - `wires.rs`: the saga methods and the streamless sketch.
 //! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
@@ -9,6 +10,7 @@
 //! - `tasks.rs`: the tasks extension.
 //! - `cost.rs`: object requests, rows written and alarms per paused call.
 
+mod answers;
 mod cost;
 mod durable;
 mod modern;

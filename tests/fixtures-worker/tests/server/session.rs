@@ -624,6 +624,19 @@ fn a_wrong_shaped_session_answer_is_refused_and_a_corrected_one_continues() {
         json!({"jsonrpc": "2.0", "id": asked["id"], "result": {"content": 5}}),
     );
     assert_error(&wrong, 400, -32602);
+    // Right keys, wrong types: a value the form does not offer, a number
+    // for a string. Each refused naming the key; the form stays open.
+    for content in [json!({"target": "mars"}), json!({"target": 5})] {
+        let wrong = post(
+            &mut h,
+            Some(&sid),
+            json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": content}}),
+        );
+        assert_error(&wrong, 400, -32602);
+        let message = wrong.json["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains("\"target\""), "{message}");
+    }
     let pushed = h.pushes.len();
     let fixed = post(
         &mut h,

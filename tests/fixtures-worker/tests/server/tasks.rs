@@ -157,6 +157,17 @@ fn input_is_asked_on_tasks_get_and_answered_with_tasks_update_in_parts() {
         json!({"inputResponses": {"first": {"action": "maybe"}}}),
     );
     assert_error(&r, 400, -32602);
+    // So is one of the right keys but the wrong types (a number for a
+    // name, a string for a boolean).
+    for content in [json!({"name": 5}), json!({"confirm": "yes"})] {
+        let r = task_method(
+            &mut s,
+            "tasks/update",
+            &id,
+            json!({"inputResponses": {"first": {"action": "accept", "content": content}}}),
+        );
+        assert_error(&r, 400, -32602);
+    }
     let r = task_method(
         &mut s,
         "tasks/update",

@@ -1,0 +1,55 @@
+//! Who is calling: the one place a request's credentials are read
+//! (sans-IO). The server asks [`bearer`] for the token a request presents
+//! and [`authenticate_api_token`] who it stands for; the Worker and every
+//! Durable Object go through the same functions, so they cannot read one
+//! header two ways.
+//!
+//! # Layout
+//! - `mod.rs`: the bearer credential of a request.
+//! - `api_tokens.rs`: `API_TOKENS`, the static-token mode: parsed strictly
+//!   (a set but malformed value refuses to serve, never turns auth off).
+
+mod api_tokens;
+
+pub use api_tokens::{authenticate_api_token, parse_api_tokens};
+
+/// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1):
+/// the scheme is case-insensitive, one or more spaces follow it, and the
+/// token is non-empty and made of the token68 characters only. Anything
+/// else (another scheme, an empty token, a token with spaces or commas in
+/// it) presents no bearer token at all.
+pub fn bearer(authorization: Option<&str>) -> Option<&str> {
+    let value = authorization?.trim();
+    let (scheme, rest) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("bearer") {
+        return None;
+    }
+    let token = rest.trim_start_matches(' ');
+    let token68 = |b: u8| b.is_ascii_alphanumeric() || b"-._~+/=".contains(&b);
+    (!token.is_empty() && token.bytes().all(token68)).then_some(token)
+}
+
+/// Constant-time byte comparison (the length is not secret).
+pub(crate) fn ct_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn a_bearer_token_is_read_one_way_and_an_empty_one_is_none() {
+        assert_eq!(bearer(Some("Bearer abc.def-1")), Some("abc.def-1"));
+        assert_eq!(bearer(Some("bearer abc")), Some("abc"));
+        assert_eq!(bearer(Some("BEARER   abc  ")), Some("abc"));
+        assert_eq!(bearer(Some("Bearer ")), None);
+        assert_eq!(bearer(Some("Bearer")), None);
+        assert_eq!(bearer(Some("Bearer  ")), None);
+        assert_eq!(bearer(Some("Basic abc")), None);
+        assert_eq!(bearer(Some("Bearer a b")), None);
+        assert_eq!(bearer(Some("Bearer a,b")), None);
+        assert_eq!(bearer(Some("Bearerabc")), None);
+        assert_eq!(bearer(None), None);
+    }
+}

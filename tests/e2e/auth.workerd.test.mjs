@@ -1,0 +1,3 @@
+// auth.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './auth.test.mjs';

@@ -1,0 +1,3 @@
+// bad-input.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './bad-input.test.mjs';

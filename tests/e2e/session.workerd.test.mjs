@@ -1,0 +1,3 @@
+// session.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './session.test.mjs';

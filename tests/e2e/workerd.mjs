@@ -1,0 +1,132 @@
+// Starts and stops a plain `workerd serve` of the fixtures worker's deploy
+// bundle: requests reach the Worker as the runtime delivers them, with no
+// `wrangler dev` proxy in between (which rewrites them: Host, bodies,
+// Content-Length). The same interface as startWrangler: a free port on
+// 127.0.0.1, a fresh (or given) persist directory, stopped by PID.
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative, resolve } from 'node:path';
+import { freePort, freshPersistDir } from './wrangler.mjs';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
+const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
+const SHIM = join(ROOT, 'tests/fixtures-worker/build/worker/shim.mjs');
+const BUNDLE = join(ROOT, 'target/e2e-workerd-bundle');
+
+/**
+ * The deploy bundle of the fixtures worker (what `wrangler deploy` uploads),
+ * made once from the build the test script made and reused while that
+ * build is unchanged.
+ */
+function bundle() {
+  const stamp = join(BUNDLE, '.built-from');
+  const built = String(statSync(SHIM).mtimeMs);
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === built) return BUNDLE;
+  rmSync(BUNDLE, { recursive: true, force: true });
+  const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', BUNDLE], {
+    cwd: ROOT, encoding: 'utf8',
+    env: { ...process.env, DMCP_SKIP_BUILD: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
+  });
+  if (r.status !== 0) throw new Error(`bundling the fixtures worker failed:\n${r.stdout}\n${r.stderr}`);
+  writeFileSync(stamp, built);
+  return BUNDLE;
+}
+
+/** KEY=VALUE lines (the .dev.vars format), comments and blanks skipped. */
+function dotVars(file) {
+  if (!existsSync(file)) return {};
+  const out = {};
+  for (const line of readFileSync(file, 'utf8').split('\n')) {
+    const m = /^\s*([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (m) out[m[1]] = m[2].replace(/^"(.*)"$/, '$1');
+  }
+  return out;
+}
+
+/** The `[vars]` of wrangler.toml (flat `KEY = "value"` lines). */
+function tomlVars() {
+  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8');
+  const section = /^\[vars\]\n([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(toml)?.[1] ?? '';
+  const out = {};
+  for (const m of section.matchAll(/^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
+  return out;
+}
+
+/** The workerd config: the bundle's modules, the vars as text bindings, objects on disk. */
+function capnp(dir, port, storage, vars, configDir) {
+  const files = readdirSync(dir).filter((f) => /\.(m?js|wasm)$/.test(f) && !f.endsWith('.map'));
+  const main = files.find((f) => f === 'shim.js' || f === 'index.js') ?? files.find((f) => f.endsWith('.js'));
+  const modules = [main, ...files.filter((f) => f !== main)].map((f) => {
+    const kind = f.endsWith('.wasm') ? 'wasm' : 'esModule';
+    // capnp resolves an embed against the config file's directory (an
+    // absolute path would be looked up in its import path instead).
+    return `(name = ${JSON.stringify(f)}, ${kind} = embed ${JSON.stringify(relative(configDir, join(dir, f)))})`;
+  });
+  const bindings = [
+    '(name = "MCP_OBJECTS", durableObjectNamespace = "McpObject")',
+    ...Object.entries(vars).map(([k, v]) => `(name = ${JSON.stringify(k)}, text = ${JSON.stringify(v)})`),
+  ];
+  return `using Workerd = import "/workerd/workerd.capnp";
+const config :Workerd.Config = (
+  services = [(name = "main", worker = .worker), (name = "do-disk", disk = (path = ${JSON.stringify(storage)}, writable = true))],
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+);
+const worker :Workerd.Worker = (
+  modules = [${modules.join(', ')}],
+  compatibilityDate = "2026-04-20",
+  bindings = [${bindings.join(', ')}],
+  durableObjectNamespaces = [(className = "McpObject", uniqueKey = "durable-mcp-e2e-McpObject", enableSql = true)],
+  durableObjectStorage = (localDisk = "do-disk"),
+);
+`;
+}
+
+/**
+ * Starts `workerd serve` on the fixtures worker. Resolves when /mcp answers.
+ * @param {{persistTo?: string, port?: number, vars?: Record<string,string>, misconfigured?: boolean}} opts
+ *   vars: added to wrangler.toml's [vars] and .dev.vars, as `--var` adds them.
+ */
+export async function startWorkerd(opts = {}) {
+  const dir = bundle();
+  const port = opts.port ?? (await freePort());
+  const persistTo = opts.persistTo ?? freshPersistDir();
+  const storage = join(persistTo, 'workerd-do');
+  mkdirSync(storage, { recursive: true });
+  const vars = { ...tomlVars(), ...dotVars(join(ROOT, '.dev.vars')), ...(opts.vars ?? {}) };
+  const config = join(persistTo, `workerd-${port}.capnp`);
+  writeFileSync(config, capnp(dir, port, storage, vars, persistTo));
+  const logPath = join(persistTo, `workerd-${port}.log`);
+  const log = openSync(logPath, 'a');
+  const child = spawn(WORKERD, ['serve', config, '--experimental', '--verbose'], {
+    cwd: persistTo, detached: true, stdio: ['ignore', log, log],
+  });
+  const url = `http://127.0.0.1:${port}/mcp`;
+  const server = {
+    url, port, persistTo, pid: child.pid, logPath, via: 'workerd',
+    kill() {
+      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
+    },
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((ok) => child.once('exit', ok));
+      try { process.kill(-child.pid, 'SIGTERM'); } catch { return; }
+      const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} }, 5000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) break;
+    try {
+      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+      // Our parse error (or 401 when bearer auth is on; 500 for a test that
+      // misconfigures it on purpose): the worker is up.
+      if (r.status === 400 || r.status === 401 || (opts.misconfigured && r.status === 500)) return server;
+    } catch { /* not listening yet */ }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await server.stop();
+  throw new Error(`workerd did not come up on ${url}; log:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+}
