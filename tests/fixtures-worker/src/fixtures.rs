@@ -177,8 +177,13 @@ fn interactive_tools(r: &mut Registry) {
     r.tool(
         Tool::new("test_elicitation", async |cx: &mut Cx, args: Value| -> Out {
             let message = args["message"].as_str().unwrap_or_default().to_string();
+            // The schema the scenario (tools-call-elicitation) names; its
+            // client answers exactly these fields, and answers are now held
+            // to the schema.
             let params = json!({"message": message, "requestedSchema": {"type": "object",
-                "properties": {"response": {"type": "string", "description": "User's response"}}, "required": ["response"]}});
+                "properties": {"username": {"type": "string", "description": "User's response"},
+                    "email": {"type": "string", "description": "User's email address"}},
+                "required": ["username", "email"]}});
             elicit_report(cx, "elicitation", params, "User response").await
         })
         .description("Tests server-initiated elicitation (user input request)")
