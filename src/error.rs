@@ -34,6 +34,9 @@ pub enum ErrorKind {
     Forbidden,
     /// No or bad bearer token (`-32600`, 401).
     Unauthorized,
+    /// A valid token without the scopes the operation needs (`-32600`,
+    /// 403, with an `insufficient_scope` challenge).
+    InsufficientScope,
     /// The body is over the size limit (`-32600`, 413).
     TooLarge,
     /// The HTTP method is not served here (`-32600`, 405).
@@ -62,6 +65,8 @@ pub struct McpError {
     pub message: String,
     /// Structured detail (`supported` versions, `requiredCapabilities` …).
     pub data: Option<Value>,
+    /// The `WWW-Authenticate` challenge an auth failure is sent with.
+    pub challenge: Option<String>,
 }
 
 impl McpError {
@@ -71,7 +76,14 @@ impl McpError {
             kind,
             message: message.into(),
             data: None,
+            challenge: None,
         }
+    }
+
+    /// Sends the error with `WWW-Authenticate: challenge`.
+    pub fn with_challenge(mut self, challenge: String) -> Self {
+        self.challenge = Some(challenge);
+        self
     }
 
     /// Attaches `data`.
@@ -110,6 +122,7 @@ impl McpError {
             ErrorKind::InvalidRequest
             | ErrorKind::Forbidden
             | ErrorKind::Unauthorized
+            | ErrorKind::InsufficientScope
             | ErrorKind::TooLarge
             | ErrorKind::MethodNotAllowed
             | ErrorKind::NotAcceptable
@@ -142,7 +155,7 @@ impl McpError {
             | ErrorKind::UnsupportedVersion
             | ErrorKind::RequestCancelled => 400,
             ErrorKind::Unauthorized => 401,
-            ErrorKind::Forbidden => 403,
+            ErrorKind::Forbidden | ErrorKind::InsufficientScope => 403,
             ErrorKind::MethodNotFound
             | ErrorKind::StreamNotFound
             | ErrorKind::UnknownPath

@@ -27,6 +27,8 @@ pub struct Tool {
     pub(crate) task: Option<TaskSupport>,
     /// Input asked before `cx.detach` goes over the request's own wire.
     pub(crate) input_before_task: bool,
+    /// OAuth scopes a call of this tool needs (beyond `OAUTH_SCOPES`).
+    pub(crate) scopes: Vec<String>,
 }
 
 impl Tool {
@@ -64,6 +66,7 @@ impl Tool {
             durable: false,
             task: None,
             input_before_task: false,
+            scopes: Vec::new(),
         }
     }
 
@@ -91,6 +94,16 @@ impl Tool {
     /// Sets annotations (`readOnlyHint`, …).
     pub fn annotations(self, a: Value) -> Self {
         self.set("annotations", a)
+    }
+
+    /// The OAuth scopes a call of this tool needs, beyond the server-wide
+    /// `OAUTH_SCOPES`: a token without them gets 403 `insufficient_scope`
+    /// naming every scope the call needs, so the client can step up. (The
+    /// hierarchy rule: a granted `deploy` covers `deploy:write`.) Without
+    /// OAuth configured, it has no effect.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Keeps the call's journal in a Durable Object between rounds (durable

@@ -4,14 +4,43 @@
 //! Durable Object go through the same functions, so they cannot read one
 //! header two ways.
 //!
+//! With OAuth on (`OAUTH_ISSUER`), this server is an OAuth 2.1 resource
+//! server: it publishes its Protected Resource Metadata, answers with the
+//! challenges clients act on, and takes a JWT access token (RFC 9068) for
+//! a [`Caller`] once its issuer, signature, audience and lifetime check
+//! out. Paused state is bound to the caller's principal (issuer, subject,
+//! client), never to the token, so a refreshed token continues it.
+//!
 //! # Layout
 //! - `mod.rs`: the bearer credential of a request.
 //! - `api_tokens.rs`: `API_TOKENS`, the static-token mode: parsed strictly
 //!   (a set but malformed value refuses to serve, never turns auth off).
+//! - `oauth.rs`: the OAuth configuration; the scope hierarchy rule.
+//! - `jwt.rs`: a JWT access token taken apart, its claims decided; [`Caller`].
+//! - `keys.rs`: the issuer's key set: which key a token names, when to
+//!   fetch the set again.
+//! - `resource.rs`: metadata, challenges, and a request's token checked
+//!   (the signature by a [`KeyVerifier`]: WebCrypto in the Worker).
 
 mod api_tokens;
+mod jwt;
+mod keys;
+mod oauth;
+mod resource;
 
 pub use api_tokens::{authenticate_api_token, parse_api_tokens};
+pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, SKEW_MS};
+pub use keys::{jwks_uri, KeySet, JWKS_MAX_AGE_MS, JWKS_REFETCH_MS};
+pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig};
+pub use resource::{
+    authenticate, insufficient_scope, is_metadata_path, metadata, metadata_url, require,
+    resource_uri, unauthorized, KeyError, KeyVerifier, Refusal, VerifyFuture, METADATA_PATH,
+};
+
+/// The internal header that carries a verified [`Caller`] from the Worker
+/// to the server and to objects. The Worker never copies a client's, and
+/// sets it only after the credential checked out.
+pub const CALLER_HEADER: &str = "x-durable-mcp-caller";
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1):
 /// the scheme is case-insensitive, one or more spaces follow it, and the

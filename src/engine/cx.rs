@@ -21,6 +21,7 @@ use super::journal::{
     answer_fits, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
 };
 use super::{Suspended, ToolError};
+use crate::auth::Caller;
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};
 
@@ -209,6 +210,13 @@ struct State {
     task_mode: TaskMode,
     /// The last `cx.status` message of this run.
     status: Option<String>,
+    /// Who is calling (`Caller::default()` when nobody signed in).
+    caller: Caller,
+    /// This server's resource URI, for a step-up challenge.
+    resource: String,
+    /// The scopes this call needs whatever it asks (server-wide and the
+    /// tool's): a step-up challenge names them with the new ones.
+    base_scopes: Vec<String>,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -299,6 +307,53 @@ impl Cx {
     pub fn with_task_mode(self, mode: TaskMode) -> Self {
         self.inner.borrow_mut().task_mode = mode;
         self
+    }
+
+    /// Says who is calling (`resource`: this server's URI, for the
+    /// challenge a missing scope is answered with).
+    pub fn with_caller(self, caller: Caller, resource: impl Into<String>) -> Self {
+        {
+            let mut st = self.inner.borrow_mut();
+            st.caller = caller;
+            st.resource = resource.into();
+        }
+        self
+    }
+
+    /// The scopes the call needs whatever it asks ([`Cx::require_scopes`]
+    /// adds to them).
+    pub fn with_base_scopes(self, scopes: Vec<String>) -> Self {
+        self.inner.borrow_mut().base_scopes = scopes;
+        self
+    }
+
+    /// Who is calling: an OAuth token's subject, client id and scopes, or
+    /// an `API_TOKENS` entry's name (its `subject`); empty when the server
+    /// has no auth. A refreshed token is the same caller.
+    pub fn caller(&self) -> Caller {
+        self.inner.borrow().caller.clone()
+    }
+
+    /// Steps up: the call goes on only if the caller's token grants
+    /// `scopes` (with the hierarchy rule of [`crate::auth::covers`]). If
+    /// not, the request ends with 403 `insufficient_scope` naming every
+    /// scope the call needs; the round is not used up, so after the client
+    /// signs in again with them, the same retry (same state, same answers)
+    /// continues from here. Callers without an OAuth token (static
+    /// `API_TOKENS`, or no auth) are not limited by scopes.
+    pub fn require_scopes<S: Into<String>>(
+        &self,
+        scopes: impl IntoIterator<Item = S>,
+    ) -> Result<(), ToolError> {
+        let st = self.inner.borrow();
+        let mut needed = st.base_scopes.clone();
+        for s in scopes {
+            let s = s.into();
+            if !needed.contains(&s) {
+                needed.push(s);
+            }
+        }
+        crate::auth::require(&st.caller, &st.resource, &needed).map_err(ToolError::Protocol)
     }
 
     /// Offers answers for keys that are not pending in the journal.

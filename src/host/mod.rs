@@ -8,12 +8,15 @@
 //! decides anything.
 //!
 //! # Layout
+//! - `auth.rs`: who is calling, decided before routing (OAuth).
 //! - `route.rs`: where a request is served; the internal headers objects read.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
 
+mod auth;
 mod object;
 mod route;
 
+pub use auth::authenticate;
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};

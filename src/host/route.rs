@@ -50,12 +50,13 @@ pub(super) const TASK_ID_HEADER: &str = "x-durable-mcp-task-id";
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
 /// `listen` or `broadcast`, on requests to the hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 5] = [
+const INTERNAL_HEADERS: [&str; 6] = [
     CALL_ID_HEADER,
     SESSION_ID_HEADER,
     SESSION_NEW_HEADER,
     HUB_HEADER,
     TASK_ID_HEADER,
+    crate::auth::CALLER_HEADER,
 ];
 
 /// The request headers the server reads from a client (lower case), so
@@ -306,10 +307,12 @@ fn task_object(
 /// The request an object gets: the client's, less any internal header it
 /// sent, plus the Worker's.
 fn forwarded(req: &HttpRequest, internal: &[(&str, String)]) -> HttpRequest {
+    // The caller the Worker verified goes on; any other internal header
+    // (a client's, were one ever copied) does not.
     let mut headers: Vec<(String, String)> = req
         .headers
         .iter()
-        .filter(|(k, _)| !INTERNAL_HEADERS.contains(&k.as_str()))
+        .filter(|(k, _)| k == crate::auth::CALLER_HEADER || !INTERNAL_HEADERS.contains(&k.as_str()))
         .cloned()
         .collect();
     headers.extend(internal.iter().map(|(k, v)| (k.to_string(), v.clone())));

@@ -16,7 +16,7 @@ use serde_json::{json, Map, Value};
 use super::{Ctx, Server};
 use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{
-    self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode,
+    self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode, ToolError,
 };
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::object;
@@ -256,6 +256,7 @@ pub(crate) async fn run_round(
     journal.accept_answers(taken);
 
     let cx = Cx::new(journal, input.caps)
+        .with_caller(ctx.caller.clone(), ctx.resource.clone())
         .with_call(sid.clone(), durable.is_some())
         .with_offered(offered)
         .with_progress_token(input.progress_token)
@@ -537,6 +538,23 @@ pub(crate) async fn run_target(
     let cx = cx.with_state(server.registry.state.clone());
     match target {
         Target::Tool(t) => {
+            // The scopes a call of this tool needs, checked before its body
+            // runs (OAuth callers only; see `Cx::require_scopes`).
+            let mut scopes: Vec<String> = server
+                .config
+                .oauth
+                .iter()
+                .flat_map(|o| o.scopes.iter().cloned())
+                .collect();
+            scopes.extend(t.scopes.iter().cloned());
+            let cx = cx.with_base_scopes(scopes);
+            if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
+                return Run {
+                    outcome: Outcome::Error(e),
+                    notifications: Vec::new(),
+                    status: None,
+                };
+            }
             let run = engine::run(&*t.handler, cx, args).await;
             let declared = t.meta.get("outputSchema");
             let outcome = match run.outcome {

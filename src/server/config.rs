@@ -23,6 +23,8 @@ pub struct Config {
     pub keys: KeyRing,
     /// Bearer tokens and the principal each stands for; empty disables auth.
     pub api_tokens: Vec<(String, String)>,
+    /// OAuth 2.1 resource server (`OAUTH_ISSUER` …); `None`: off.
+    pub oauth: Option<crate::auth::OAuthConfig>,
     /// How long a paused call's state stays valid, in ms.
     pub state_ttl_ms: u64,
     /// `ttlMs` on list results and `resources/read`.
@@ -68,6 +70,7 @@ impl Default for Config {
             max_body_bytes: 1 << 20,
             keys: KeyRing::default(),
             api_tokens: Vec::new(),
+            oauth: None,
             state_ttl_ms: 60 * 60 * 1000,
             list_ttl_ms: 60 * 1000,
             fixtures: false,
@@ -94,6 +97,8 @@ impl Config {
     /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth
     ///   required, and a malformed value is an error (the server refuses to
     ///   serve rather than run open)
+    /// - `OAUTH_ISSUER` (turns OAuth on), `OAUTH_AUDIENCE`, `OAUTH_JWKS_URL`,
+    ///   `OAUTH_SCOPES`: see [`crate::auth::OAuthConfig::from_lookup`]
     /// - `FIXTURES`: `1` serves the conformance fixtures
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
@@ -141,6 +146,7 @@ impl Config {
         if let Some(v) = get("API_TOKENS") {
             c.api_tokens = crate::auth::parse_api_tokens(&v)?;
         }
+        c.oauth = crate::auth::OAuthConfig::from_lookup(&get)?;
         if let Some(n) = num("SESSION_TTL_SECONDS")? {
             c.session_ttl_ms = n.saturating_mul(1000);
         }

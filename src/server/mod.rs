@@ -39,6 +39,7 @@ pub(crate) use request::{MethodReply, RequestMeta};
 use serde_json::Value;
 
 use crate::app::Registry;
+use crate::auth::{Caller, Refusal};
 use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
@@ -71,6 +72,10 @@ pub struct Principal(pub String);
 pub(crate) struct Ctx<'a> {
     pub(crate) env: &'a Env,
     pub(crate) principal: &'a Principal,
+    /// Who the principal is, as its credential said (scopes, client).
+    pub(crate) caller: &'a Caller,
+    /// This server's canonical resource URI as the request reached it.
+    pub(crate) resource: String,
     /// Set when the request is served inside a call's Durable Object.
     pub(crate) durable: Option<&'a Durable<'a>>,
     /// Set when the request is served inside a task's Durable Object.
@@ -172,6 +177,11 @@ impl Server {
         forwarded: bool,
         body: Option<Value>,
     ) -> Result<Reply, (McpError, Option<Value>)> {
+        if let (Some(oauth), "GET" | "HEAD") = (&self.config.oauth, req.method.as_str()) {
+            if crate::auth::is_metadata_path(&req.path) {
+                return Ok(Reply::new(self.resource_metadata(oauth, req)));
+            }
+        }
         if req.path != "/mcp" {
             let e = McpError::new(
                 ErrorKind::UnknownPath,
@@ -179,11 +189,12 @@ impl Server {
             );
             return Err((e, None));
         }
-        let principal = if forwarded {
+        let caller = if forwarded {
             self.authenticate(req).map_err(|e| (e, None))?
         } else {
             self.precheck(req).map_err(|e| (e, None))?
         };
+        let principal = Principal(caller.principal.clone());
         match req.method.as_str() {
             "POST" => {}
             "OPTIONS" => {
@@ -218,6 +229,8 @@ impl Server {
         let ctx = Ctx {
             env,
             principal: &principal,
+            caller: &caller,
+            resource: crate::auth::resource_uri(req.header("host")),
             durable,
             task,
         };
@@ -245,7 +258,7 @@ impl Server {
 
     /// The checks every request passes before anything else: Origin and
     /// Host, bearer auth, body size. Returns who is calling.
-    pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Principal, McpError> {
+    pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Caller, McpError> {
         check_origin_and_host(
             req.header("origin"),
             req.header("host"),
@@ -262,7 +275,7 @@ impl Server {
                 format!("Forbidden: {what} not allowed"),
             )
         })?;
-        let principal = self.authenticate(req)?;
+        let caller = self.authenticate(req)?;
         // The declared length is checked first, so the Worker need not read
         // (nor buffer) a body it will refuse; it reads no more than the
         // limit and one byte, so an undeclared body over it is refused too.
@@ -280,23 +293,63 @@ impl Server {
                 ),
             ));
         }
-        Ok(principal)
+        Ok(caller)
     }
 
-    /// Checks `Authorization: Bearer` when API tokens are configured
-    /// (the Worker and every object alike: [`crate::auth`] reads it).
-    pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Principal, McpError> {
+    /// Who is calling. With OAuth on, the caller the Worker verified
+    /// before routing ([`crate::host::authenticate`]) and carried in an
+    /// internal header (no client can set it); with `API_TOKENS`, the
+    /// entry the bearer names (the Worker and every object read it the
+    /// same way, through [`crate::auth`]); else nobody in particular.
+    pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Caller, McpError> {
+        if let Some(oauth) = &self.config.oauth {
+            return req
+                .header(crate::auth::CALLER_HEADER)
+                .and_then(|v| serde_json::from_str::<Caller>(v).ok())
+                .ok_or_else(|| {
+                    let resource = crate::auth::resource_uri(req.header("host"));
+                    crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
+                });
+        }
         if self.config.api_tokens.is_empty() {
-            return Ok(Principal::default());
+            return Ok(Caller::default());
         }
         crate::auth::authenticate_api_token(&self.config.api_tokens, req.header("authorization"))
-            .map(|who| Principal(who.to_string()))
+            .map(Caller::api_token)
             .ok_or_else(|| {
                 McpError::new(
                     ErrorKind::Unauthorized,
                     "Unauthorized: a valid bearer token is required",
                 )
             })
+    }
+
+    /// Every scope this server asks for: the server-wide ones and each
+    /// tool's (what the metadata lists as `scopes_supported`).
+    pub fn scopes_supported(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .config
+            .oauth
+            .iter()
+            .flat_map(|o| o.scopes.iter().cloned())
+            .collect();
+        for tool in &self.registry.tools {
+            all.extend(tool.scopes.iter().cloned());
+        }
+        all.sort();
+        all.dedup();
+        all
+    }
+
+    /// The Protected Resource Metadata, readable cross-origin.
+    fn resource_metadata(
+        &self,
+        oauth: &crate::auth::OAuthConfig,
+        req: &HttpRequest,
+    ) -> HttpResponse {
+        let resource = crate::auth::resource_uri(req.header("host"));
+        let doc = crate::auth::metadata(oauth, &resource, &self.scopes_supported());
+        HttpResponse::json(200, &doc).with_header("access-control-allow-origin", "*")
     }
 }
 
@@ -309,6 +362,12 @@ pub(crate) fn result_reply(id: &Value, result: &Value) -> HttpResponse {
 /// The one place an error becomes an HTTP response.
 pub fn error_response(e: &McpError, id: Option<&Value>) -> HttpResponse {
     let mut resp = HttpResponse::json(e.http_status(), &e.to_response(id));
+    if let Some(challenge) = &e.challenge {
+        // Browser clients read the challenge only if CORS exposes it.
+        return resp
+            .with_header("www-authenticate", challenge.clone())
+            .with_header("access-control-expose-headers", "WWW-Authenticate");
+    }
     match e.kind {
         ErrorKind::Unauthorized => {
             resp = resp.with_header("www-authenticate", "Bearer realm=\"mcp\"");

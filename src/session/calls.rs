@@ -14,10 +14,28 @@ use crate::http::{HttpRequest, HttpResponse};
 use crate::protocol::{notification, result_response, Request};
 use crate::server::{call_target, run_target, Env, Server};
 
+/// Who a request of the session comes from (already checked to be its
+/// principal), for the rounds it runs: a refreshed token runs them with
+/// its own scopes.
+pub(super) struct Turn {
+    pub(super) caller: crate::auth::Caller,
+    pub(super) resource: String,
+}
+
+impl Turn {
+    /// The caller of `req` (authenticated before the session let it in).
+    pub(super) fn of(server: &Server, req: &HttpRequest) -> Self {
+        Self {
+            caller: server.authenticate(req).unwrap_or_default(),
+            resource: crate::auth::resource_uri(req.header("host")),
+        }
+    }
+}
+
 /// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
 pub(super) async fn start(
     server: &Server,
-    _req: &HttpRequest,
+    req: &HttpRequest,
     env: &Env,
     store: &dyn SessionStore,
     meta: &SessionMeta,
@@ -26,7 +44,19 @@ pub(super) async fn start(
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
+    let turn = Turn::of(server, req);
     if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &r.params)? {
+        // A token without the tool's scopes is refused before the call
+        // starts: 403 with the challenge, so the client steps up and sends
+        // the call again.
+        let mut needed: Vec<String> = server
+            .config
+            .oauth
+            .iter()
+            .flat_map(|o| o.scopes.iter().cloned())
+            .collect();
+        needed.extend(t.scopes.iter().cloned());
+        crate::auth::require(&turn.caller, &turn.resource, &needed)?;
         if t.task_support() == Some(crate::app::TaskSupport::Required) {
             return Err(crate::server::task::extension_required(&format!(
                 "The tool {:?}",
@@ -59,7 +89,7 @@ pub(super) async fn start(
                    "maxWait": server.config.resume_max_wait_ms / 1000}),
         ));
     }
-    messages.extend(advance(server, store, env, meta, &mut call).await);
+    messages.extend(advance(server, store, env, meta, &turn, &mut call).await);
 
     // A call that finished at once with nothing else to say is a plain JSON
     // response; there is nothing to resume.
@@ -116,6 +146,7 @@ fn call_id(env: &Env) -> String {
 /// round, runs the next one and returns what to push to the call's stream.
 pub(super) async fn answer(
     server: &Server,
+    turn: &Turn,
     env: &Env,
     store: &dyn SessionStore,
     meta: &SessionMeta,
@@ -149,7 +180,7 @@ pub(super) async fn answer(
         store.put_call(&call)?;
         return Ok(Vec::new());
     }
-    let messages = run_claimed(server, store, env, meta, &mut call).await?;
+    let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
     let events = log_all(store, &stream, &messages)?;
     store.put_call(&call)?;
     let close = call.state.is_final() || server.config.sse_polling;
@@ -175,11 +206,12 @@ pub(super) async fn run_claimed(
     store: &dyn SessionStore,
     env: &Env,
     meta: &SessionMeta,
+    turn: &Turn,
     call: &mut SessionCall,
 ) -> Result<Vec<Value>, McpError> {
     call.claimed_at_ms = env.now_ms.max(1);
     store.put_call(call)?;
-    let messages = advance(server, store, env, meta, call).await;
+    let messages = advance(server, store, env, meta, turn, call).await;
     call.claimed_at_ms = 0;
     Ok(messages)
 }
@@ -210,11 +242,12 @@ pub(super) async fn advance(
     store: &dyn SessionStore,
     env: &Env,
     meta: &SessionMeta,
+    turn: &Turn,
     call: &mut SessionCall,
 ) -> Vec<Value> {
     let mut messages = Vec::new();
     loop {
-        messages.extend(advance_once(server, store, env, meta, call).await);
+        messages.extend(advance_once(server, store, env, meta, turn, call).await);
         if server.config.sse_polling || !continue_after_checkpoints(call) {
             return messages;
         }
@@ -237,6 +270,7 @@ async fn advance_once(
     store: &dyn SessionStore,
     env: &Env,
     meta: &SessionMeta,
+    turn: &Turn,
     call: &mut SessionCall,
 ) -> Vec<Value> {
     call.state = CallState::Running;
@@ -251,6 +285,7 @@ async fn advance_once(
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
     let cx = Cx::new(call.journal.clone(), caps)
+        .with_caller(turn.caller.clone(), turn.resource.clone())
         .with_call(idempotency_base(meta, call), true)
         .with_progress_token(progress_token(&call.params))
         .with_log_level(meta.log_level.as_deref());

@@ -98,8 +98,8 @@ async fn handle_inner(
     };
     // A session belongs to whoever opened it: to anyone else it does not
     // exist (the same answer as an unknown id, so ids cannot be probed).
-    let principal = server.authenticate(req).map_err(|e| (e, None))?;
-    if principal.0 != meta.principal {
+    let caller = server.authenticate(req).map_err(|e| (e, None))?;
+    if caller.principal != meta.principal {
         return Err((not_found(), None));
     }
     if let Some(v) = req.header("mcp-protocol-version") {
@@ -176,7 +176,7 @@ fn initialize(
         subscriptions: Vec::new(),
         next_stream: 1,
         last_seen_ms: env.now_ms,
-        principal: server.authenticate(req)?.0,
+        principal: server.authenticate(req)?.principal,
         alarm_at_ms: None,
     })?;
     // List changes are announced on a call's own stream here (there is no
@@ -210,7 +210,8 @@ async fn post(
     };
     match message {
         Message::Response(r) => {
-            let pushes = calls::answer(server, env, store, &meta, &r.id, r.outcome)
+            let turn = calls::Turn::of(server, req);
+            let pushes = calls::answer(server, &turn, env, store, &meta, &r.id, r.outcome)
                 .await
                 .map_err(|e| (e, None))?;
             Ok(accepted(pushes))
@@ -226,6 +227,9 @@ async fn post(
         }
         Message::Request(r) => match request(server, req, env, store, &mut meta, &r).await {
             Ok(reply) => Ok(reply),
+            // A missing scope is the transport's: a 403 with its challenge,
+            // which the client acts on (signs in again, then retries).
+            Err(e) if e.challenge.is_some() => Err((e, Some(r.id.clone()))),
             // A method's error is a JSON-RPC response like any other; HTTP
             // error statuses are for the transport (session, headers, body).
             Err(e) => Ok(Reply::new(HttpResponse::json(

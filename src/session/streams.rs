@@ -49,7 +49,8 @@ pub(super) async fn get(
     call.last_contact_ms = env.now_ms;
     // Back after a checkpoint: the call goes on now.
     if !running_elsewhere(server, &call, env.now_ms) && continue_after_checkpoints(&mut call) {
-        let messages = run_claimed(server, store, env, meta, &mut call).await?;
+        let turn = super::calls::Turn::of(server, req);
+        let messages = run_claimed(server, store, env, meta, &turn, &mut call).await?;
         log_all(store, &stream, &messages)?;
     }
     store.put_call(&call)?;

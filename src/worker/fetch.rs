@@ -27,6 +27,7 @@ use worker::{Env, Result};
 use slab::Slab;
 
 use super::convert::{read_body, to_http_head, to_web_response};
+use super::keys::WebCrypto;
 use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
 use crate::error::McpError;
 use crate::host::{self, Route};
@@ -57,6 +58,11 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
     let server = &isolate.server;
     let now = request_env();
     let http = to_http_head(&req, &isolate.client_headers);
+    // OAuth: the token is checked (a key fetch, a WebCrypto verify: both
+    // wait) before the request is routed anywhere.
+    if server.config.oauth.is_some() {
+        return later(signed_in(isolate.clone(), env, req, http, now));
+    }
     // A session's request goes on by its head; its object reads the body.
     if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
         return later(async move { forward(&env, &name, &request, req.body().as_ref()).await });
@@ -85,6 +91,29 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
             respond(&isolate, &env, http, now).await
         }),
     }
+}
+
+/// A request to a server with OAuth on: its caller checked first (the
+/// reply to a bad token goes back at once), then routed and served as
+/// every other request is.
+async fn signed_in(
+    isolate: Rc<Isolate>,
+    env: Env,
+    req: web_sys::Request,
+    mut http: HttpRequest,
+    now: ServerEnv,
+) -> Result<web_sys::Response> {
+    let server = &isolate.server;
+    if let Err(reply) = host::authenticate(server, &mut http, now.now_ms, &WebCrypto).await {
+        return to_web_response(reply.response);
+    }
+    if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
+        return forward(&env, &name, &request, req.body().as_ref()).await;
+    }
+    if let Err(e) = read_body(&req, &mut http, server.config.max_body_bytes).await {
+        return unreadable(&e);
+    }
+    respond(&isolate, &env, http, now).await
 }
 
 /// The body-read callback: `head` is the request's key in [`HEADS`],

@@ -12,6 +12,8 @@
 //! - `convert.rs`: `worker::Request`/`Response` ⇄ [`HttpRequest`]/[`HttpResponse`];
 //!   `js.rs`: the conversions every request makes (its head, a response, a
 //!   request to an object), each one call into JS.
+//! - `keys.rs`: OAuth signing keys: the issuer's JWKS cached per isolate,
+//!   signatures verified with WebCrypto.
 //! - `object.rs`: the Durable Object: stores, open streams, applying effects.
 //! - `call_store.rs`, `session_store.rs`, `task_store.rs`: SQLite storage;
 //!   `sql.rs`: what they share (a missing table reads as empty).
@@ -20,6 +22,7 @@ mod call_store;
 mod convert;
 mod fetch;
 mod js;
+mod keys;
 mod object;
 mod session_store;
 mod sql;

@@ -62,7 +62,10 @@ pub(crate) fn handle(
         // every method (the extension's spec: MUST for get, SHOULD for
         // update and cancel).
         (_, None) => Err(unknown_task()),
-        ("tasks/update", Some((host, t))) => {
+        ("tasks/update", Some((host, mut t))) => {
+            // The body goes on with the scopes of the token the client
+            // answered with (a refreshed or stepped-up one).
+            t.caller = ctx.caller.clone();
             update(server, host, t, inputs.unwrap_or_default(), now)
         }
         (_, Some((host, t))) => cancel(server, host, t, now),

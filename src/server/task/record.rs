@@ -50,6 +50,14 @@ pub struct TaskRecord {
     pub task_id: String,
     /// Who created it: only they can see or change it.
     pub principal: String,
+    /// The caller as its last request (creation, or the last
+    /// `tasks/update`) showed it: a slice run by the alarm, with no request,
+    /// holds the body to these scopes. Never a credential.
+    #[serde(default)]
+    pub caller: crate::auth::Caller,
+    /// The resource URI the task was reached at (for a scope challenge).
+    #[serde(default)]
+    pub resource: String,
     /// The tool it runs.
     pub tool: String,
     /// The tool's arguments.

@@ -61,6 +61,7 @@ pub async fn alarm(
     };
     let version = task.version;
     let cx = Cx::new(task.journal.clone(), task.caps.clone())
+        .with_caller(task.caller.clone(), task.resource.clone())
         .with_call(task.task_id.clone(), true)
         .with_task_mode(TaskMode::Running);
     let run = run_target(server, &Target::Tool(tool), cx, task.arguments.clone()).await;

@@ -75,6 +75,8 @@ pub(crate) async fn call(
     let mut task = TaskRecord {
         task_id: host.task_id.clone(),
         principal: ctx.principal.0.clone(),
+        caller: ctx.caller.clone(),
+        resource: ctx.resource.clone(),
         tool: tool.name.clone(),
         arguments: args,
         caps: task_caps(&caps),

@@ -8,10 +8,12 @@
 //! - `fixtures.rs`: the conformance suite's fixtures.
 //! - `tasks.rs`: the tasks-extension fixtures, and a long task for e2e.
 //! - `chains.rs`: tool-chaining fixtures (loops, endless, refused chains).
+//! - `signin.rs`: `whoami` and `release` (a durable call that steps up).
 
 mod chains;
 mod examples;
 mod fixtures;
+mod signin;
 mod tasks;
 
 use durable_mcp::{Bindings, Registry};
@@ -26,6 +28,7 @@ pub fn registry(env: &Bindings) -> Registry {
     fixtures::register(&mut r);
     tasks::register(&mut r);
     chains::register(&mut r);
+    signin::register(&mut r);
     r
 }
 

@@ -2,6 +2,7 @@
 //! routes requests to in-memory Durable Objects and applies the effects the
 //! way the Worker does, with a fake clock.
 //!
+//! - `oauth.rs`: sign-in: metadata, challenges, tokens, refresh and step-up.
 //! - `answers.rs`: wrong-typed answers refused, the question left open.
 //! - `modern.rs`: the 2026-07-28 rules, results and MRTR.
 //! - `wires.rs`: the saga methods and the streamless sketch.
@@ -14,6 +15,7 @@ mod answers;
 mod cost;
 mod durable;
 mod modern;
+mod oauth;
 mod session;
 mod tasks;
 mod wires;
