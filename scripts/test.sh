@@ -71,7 +71,7 @@ suite "cargo test" cargo_counts cargo test --workspace
 gate "worker build" bash scripts/build.sh fixtures
 if [ -f "$FIXTURES_DIR/build/worker/shim.mjs" ]; then
   # Node 22 for the tests and the tools they start.
-  suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs'
+  suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs' 'tests/e2e/oauth/*.test.mjs'
   suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28
   suite "conformance 2025-11-25" conformance_counts with_node22 node tests/conformance/run.mjs 2025-11-25
 fi

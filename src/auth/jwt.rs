@@ -6,14 +6,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde_json::{Map, Value};
 
+#[cfg(test)]
+use super::oauth::SKEW_MS;
 use super::oauth::{parse_scopes, OAuthConfig};
 
 /// The algorithms a token may be signed with. Never `none`, never an HMAC
 /// (an HMAC "signed" with the issuer's public key is a known forgery).
 pub const ALGORITHMS: [&str; 2] = ["RS256", "ES256"];
-
-/// Clock skew allowed on `exp` and `nbf`, in ms.
-pub const SKEW_MS: u64 = 60_000;
 
 /// A token taken apart, not yet trusted.
 #[derive(Debug, Clone)]
@@ -92,8 +91,8 @@ impl Jwt {
     }
 
     /// Checks the claims (after the signature verified): `iss` exactly the
-    /// issuer, `aud` naming `audience`, `exp`/`nbf` at `now_ms` with
-    /// [`SKEW_MS`], a `sub`. Returns who is calling.
+    /// issuer, `aud` naming `audience`, `exp`/`nbf` at `now_ms` with the
+    /// configured skew, a `sub`. Returns who is calling.
     pub fn caller(
         &self,
         config: &OAuthConfig,
@@ -119,10 +118,10 @@ impl Jwt {
                 .map(|s| (s * 1000.0) as u64)
         };
         match seconds("exp") {
-            Some(exp) if now_ms < exp.saturating_add(SKEW_MS) => {}
+            Some(exp) if now_ms < exp.saturating_add(config.skew_ms) => {}
             _ => return Err(Invalid::Expired),
         }
-        if seconds("nbf").is_some_and(|nbf| now_ms.saturating_add(SKEW_MS) < nbf) {
+        if seconds("nbf").is_some_and(|nbf| now_ms.saturating_add(config.skew_ms) < nbf) {
             return Err(Invalid::NotYetValid);
         }
         let subject = text("sub")

@@ -4,11 +4,9 @@
 
 use serde_json::Value;
 
+#[cfg(test)]
+use super::oauth::JWKS_MAX_AGE_MS;
 use super::OAuthConfig;
-
-/// A key set is fetched again after this long, so a key the issuer removed
-/// stops verifying, in ms.
-pub const JWKS_MAX_AGE_MS: u64 = 5 * 60 * 1000;
 
 /// An unknown `kid` fetches the key set again at most this often, in ms: a
 /// flood of tokens naming made-up keys costs one fetch, not one each.
@@ -51,14 +49,14 @@ impl KeySet {
     }
 
     /// Whether to fetch the key set now: never fetched, older than
-    /// [`JWKS_MAX_AGE_MS`], or missing the key a token names and last
-    /// fetched more than [`JWKS_REFETCH_MS`] ago.
-    pub fn should_fetch(&self, has_key: bool, now_ms: u64) -> bool {
+    /// `max_age_ms`, or missing the key a token names and last fetched
+    /// more than [`JWKS_REFETCH_MS`] ago (or `max_age_ms`, if shorter).
+    pub fn should_fetch(&self, has_key: bool, now_ms: u64, max_age_ms: u64) -> bool {
         match self.fetched_ms {
             None => true,
             Some(at) => {
                 let age = now_ms.saturating_sub(at);
-                age >= JWKS_MAX_AGE_MS || (!has_key && age >= JWKS_REFETCH_MS)
+                age >= max_age_ms || (!has_key && age >= JWKS_REFETCH_MS.min(max_age_ms))
             }
         }
     }
@@ -121,12 +119,17 @@ mod tests {
     #[test]
     fn the_key_set_is_fetched_again_when_old_or_at_a_bounded_rate_for_unknown_keys() {
         let mut set = KeySet::default();
-        assert!(set.should_fetch(false, 0));
+        let age = JWKS_MAX_AGE_MS;
+        assert!(set.should_fetch(false, 0, age));
         set.update(&json!({"keys": []}), 1_000);
-        assert!(!set.should_fetch(true, 2_000));
-        assert!(!set.should_fetch(false, 1_000 + JWKS_REFETCH_MS - 1));
-        assert!(set.should_fetch(false, 1_000 + JWKS_REFETCH_MS));
-        assert!(set.should_fetch(true, 1_000 + JWKS_MAX_AGE_MS));
+        assert!(!set.should_fetch(true, 2_000, age));
+        assert!(!set.should_fetch(false, 1_000 + JWKS_REFETCH_MS - 1, age));
+        assert!(set.should_fetch(false, 1_000 + JWKS_REFETCH_MS, age));
+        assert!(set.should_fetch(true, 1_000 + JWKS_MAX_AGE_MS, age));
+        assert!(
+            set.should_fetch(true, 2_000, 1_000),
+            "a shorter configured age"
+        );
     }
 
     #[test]

@@ -29,9 +29,9 @@ mod oauth;
 mod resource;
 
 pub use api_tokens::{authenticate_api_token, parse_api_tokens};
-pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, SKEW_MS};
-pub use keys::{jwks_uri, KeySet, JWKS_MAX_AGE_MS, JWKS_REFETCH_MS};
-pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig};
+pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS};
+pub use keys::{jwks_uri, KeySet, JWKS_REFETCH_MS};
+pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig, JWKS_MAX_AGE_MS, SKEW_MS};
 pub use resource::{
     authenticate, insufficient_scope, is_metadata_path, metadata, metadata_url, require,
     resource_uri, unauthorized, KeyError, KeyVerifier, Refusal, VerifyFuture, METADATA_PATH,
@@ -41,6 +41,11 @@ pub use resource::{
 /// to the server and to objects. The Worker never copies a client's, and
 /// sets it only after the credential checked out.
 pub const CALLER_HEADER: &str = "x-durable-mcp-caller";
+
+/// The internal header a host sets when the request's URL carried an
+/// `access_token` query parameter (RFC 6750 §2.3), which is refused: a
+/// token in a URL ends up in logs and browser history.
+pub const QUERY_TOKEN_HEADER: &str = "x-durable-mcp-query-token";
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1):
 /// the scheme is case-insensitive, one or more spaces follow it, and the

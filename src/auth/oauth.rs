@@ -1,7 +1,14 @@
 //! OAuth 2.1 resource server configuration: `OAUTH_ISSUER` turns it on.
 
+/// Clock skew allowed on `exp` and `nbf` by default, in ms.
+pub const SKEW_MS: u64 = 60_000;
+
+/// A key set is fetched again after this long by default, so a key the
+/// issuer removed stops verifying, in ms.
+pub const JWKS_MAX_AGE_MS: u64 = 5 * 60 * 1000;
+
 /// How this server checks OAuth access tokens.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OAuthConfig {
     /// The authorization server: a token's `iss` must equal it exactly,
     /// and it is the one `authorization_servers` entry of the metadata.
@@ -15,6 +22,26 @@ pub struct OAuthConfig {
     pub jwks_url: Option<String>,
     /// Scopes every request needs (each tool may need more).
     pub scopes: Vec<String>,
+    /// Clock skew allowed on `exp` and `nbf`, in ms (`OAUTH_CLOCK_SKEW_SECONDS`,
+    /// default 60 s).
+    pub skew_ms: u64,
+    /// How long fetched signing keys are used before the key set is fetched
+    /// again, in ms (`OAUTH_JWKS_TTL_SECONDS`, default 300 s): the longest a
+    /// key the issuer removed still verifies.
+    pub jwks_max_age_ms: u64,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        Self {
+            issuer: String::new(),
+            audience: None,
+            jwks_url: None,
+            scopes: Vec::new(),
+            skew_ms: SKEW_MS,
+            jwks_max_age_ms: JWKS_MAX_AGE_MS,
+        }
+    }
 }
 
 impl OAuthConfig {
@@ -24,7 +51,13 @@ impl OAuthConfig {
     /// unusable value is an error: the server then refuses to serve.
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, String> {
         let Some(issuer) = get("OAUTH_ISSUER") else {
-            for other in ["OAUTH_AUDIENCE", "OAUTH_JWKS_URL", "OAUTH_SCOPES"] {
+            for other in [
+                "OAUTH_AUDIENCE",
+                "OAUTH_JWKS_URL",
+                "OAUTH_SCOPES",
+                "OAUTH_CLOCK_SKEW_SECONDS",
+                "OAUTH_JWKS_TTL_SECONDS",
+            ] {
                 if get(other).is_some() {
                     return Err(format!("{other} is set but OAUTH_ISSUER is not"));
                 }
@@ -46,11 +79,21 @@ impl OAuthConfig {
         if scopes.iter().any(|s| s == "offline_access") {
             return Err("OAUTH_SCOPES must not name offline_access".into());
         }
+        let seconds = |name: &str, default_ms: u64| -> Result<u64, String> {
+            get(name).map_or(Ok(default_ms), |v| {
+                v.trim()
+                    .parse::<u64>()
+                    .map(|s| s.saturating_mul(1000))
+                    .map_err(|_| format!("{name} must be a whole number of seconds"))
+            })
+        };
         Ok(Some(Self {
             issuer,
             audience,
             jwks_url,
             scopes,
+            skew_ms: seconds("OAUTH_CLOCK_SKEW_SECONDS", SKEW_MS)?,
+            jwks_max_age_ms: seconds("OAUTH_JWKS_TTL_SECONDS", JWKS_MAX_AGE_MS)?,
         }))
     }
 

@@ -3,7 +3,7 @@
 //! [`KeyVerifier`]) and the verified [`Caller`] rides with the request, to
 //! the server and to whichever object serves it, in an internal header.
 
-use crate::auth::{self, Caller, KeyVerifier, CALLER_HEADER};
+use crate::auth::{self, Caller, KeyVerifier, CALLER_HEADER, QUERY_TOKEN_HEADER};
 use crate::effects::Reply;
 use crate::http::HttpRequest;
 use crate::server::{error_response, Server};
@@ -22,6 +22,7 @@ pub async fn authenticate(
     // Only this function sets it: whatever came with the request goes.
     req.headers
         .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
+    let query_token = req.header(QUERY_TOKEN_HEADER).is_some();
     let Some(oauth) = &server.config.oauth else {
         return Ok(());
     };
@@ -39,7 +40,7 @@ pub async fn authenticate(
             oauth,
             &resource,
             authorization,
-            false,
+            query_token,
             now_ms,
             verifier,
             &oauth.scopes,

@@ -41,10 +41,15 @@ pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &js_sys::Array) -> Ht
 fn parse_head(head: &str) -> HttpRequest {
     let mut parts = head.split('\n');
     let method = parts.next().unwrap_or_default().to_ascii_uppercase();
-    let path = path_of(parts.next().unwrap_or_default());
+    let url = parts.next().unwrap_or_default();
+    let path = path_of(url);
     let mut headers = Vec::new();
     while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
         headers.push((k.to_string(), v.to_string()));
+    }
+    // A token in the URL is refused (the core decides; this only says so).
+    if has_query_token(url) {
+        headers.push((crate::auth::QUERY_TOKEN_HEADER.to_string(), "1".to_string()));
     }
     HttpRequest {
         method,
@@ -52,6 +57,15 @@ fn parse_head(head: &str) -> HttpRequest {
         headers,
         body: Vec::new(),
     }
+}
+
+/// Whether a URL's query has an `access_token` parameter.
+fn has_query_token(url: &str) -> bool {
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let query = query.split('#').next().unwrap_or_default();
+    query
+        .split('&')
+        .any(|p| p.split('=').next() == Some("access_token"))
 }
 
 /// Reads the body of `req` into `http` (see [`to_http_request`]).

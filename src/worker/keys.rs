@@ -63,7 +63,8 @@ impl KeyVerifier for WebCrypto {
         Box::pin(async move {
             let kid = jwt.kid.as_deref();
             let mut key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));
-            let fetch = KEYS.with(|k| k.borrow().should_fetch(key.is_some(), now_ms));
+            let max_age = config.jwks_max_age_ms;
+            let fetch = KEYS.with(|k| k.borrow().should_fetch(key.is_some(), now_ms, max_age));
             if fetch {
                 refresh(config, now_ms).await?;
                 key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));

@@ -69,7 +69,10 @@ function capnp(dir, port, storage, vars, configDir) {
   ];
   return `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
-  services = [(name = "main", worker = .worker), (name = "do-disk", disk = (path = ${JSON.stringify(storage)}, writable = true))],
+  services = [(name = "main", worker = .worker), (name = "do-disk", disk = (path = ${JSON.stringify(storage)}, writable = true)),
+    # The Worker's outbound fetches (an OAuth issuer's keys) may reach the
+    # test's own servers on loopback; the default allows public addresses only.
+    (name = "internet", network = (allow = ["public", "local"]))],
   sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
 );
 const worker :Workerd.Worker = (

@@ -142,8 +142,11 @@ export async function startProvider(opts = {}) {
 
   let provider;
   let handler; // provider.callback(), rebuilt with the provider
+  /** Requests served, by path (how often the JWKS was fetched, say). */
+  const hits = new Map();
   const server = createServer((req, res) => {
     const path = new URL(req.url, 'http://x').pathname;
+    hits.set(path, (hits.get(path) ?? 0) + 1);
     if (path.startsWith('/interaction/')) {
       interaction(req, res, path).catch((err) => {
         if (!res.headersSent) {
@@ -321,6 +324,8 @@ ${boxes}
     registrationEndpoint: `${issuer}/reg`,
     scopes,
     get provider() { return provider; },
+    /** How many requests `path` got (e.g. '/jwks'). */
+    hits(path) { return hits.get(path) ?? 0; },
     /** The JWKS it publishes (public keys). */
     jwks: publicJwks,
     /** The private JWKs, newest first (the first of each alg signs). */

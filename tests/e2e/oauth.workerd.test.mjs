@@ -1,0 +1,3 @@
+// oauth.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './oauth.test.mjs';
