@@ -85,9 +85,9 @@ macro_rules! entry {
             pub fn fetch(
                 req: ::worker::worker_sys::web_sys::Request,
                 env: ::worker::Env,
-                _ctx: ::worker::wasm_bindgen::JsValue,
+                ctx: ::worker::wasm_bindgen::JsValue,
             ) -> ::worker::wasm_bindgen::JsValue {
-                $crate::worker::fetch(req, env, build)
+                $crate::worker::fetch(req, env, ctx, build)
             }
 
             /// Every durable call, 2025-11-25 session and the listen hub.

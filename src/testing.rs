@@ -96,6 +96,9 @@ pub struct TestServer {
     gone_writes: u64,
     /// Checks OAuth token signatures (a [`TestKeys`] unless replaced).
     pub verifier: Box<dyn KeyVerifier>,
+    /// What a wrapping `@cloudflare/workers-oauth-provider` hands the
+    /// Worker as `ctx.props` (JSON), in `OAUTH_PROVIDER` mode.
+    pub props: Option<String>,
 }
 
 /// The native stand-in for the issuer's keys and WebCrypto: a signature
@@ -205,6 +208,7 @@ impl TestServer {
             requests: Cost::default(),
             gone_writes: 0,
             verifier: Box::new(TestKeys::default()),
+            props: None,
         }
     }
 
@@ -222,6 +226,10 @@ impl TestServer {
         };
         self.live = None;
         // As the Worker does: the caller checked before anything is routed.
+        if let Err(reply) = host::authenticate_props(&self.server, &mut req, self.props.as_deref())
+        {
+            return read(reply);
+        }
         if let Err(reply) = block_on(host::authenticate(
             &self.server,
             &mut req,

@@ -149,6 +149,10 @@ impl Jwt {
     }
 }
 
+/// The issuer a [`Caller::from_props`] names: the built-in authorization
+/// server in front of this Worker.
+pub const PROPS_ISSUER: &str = "workers-oauth-provider";
+
 /// Who is calling, as a verified token (or an `API_TOKENS` entry) says.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Caller {
@@ -178,6 +182,29 @@ impl Caller {
             subject: name.to_string(),
             ..Self::default()
         }
+    }
+
+    /// The caller `@cloudflare/workers-oauth-provider` hands the Worker
+    /// (`ctx.props`, JSON `{sub, client_id?, scopes?}`, as the login stored
+    /// it), or `None` when there is no `sub`.
+    pub fn from_props(props: &str) -> Option<Self> {
+        let v: serde_json::Value = serde_json::from_str(props).ok()?;
+        let sub = v.get("sub")?.as_str().filter(|s| !s.is_empty())?;
+        let client = v
+            .get("client_id")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let scopes = v
+            .get("scopes")
+            .and_then(Value::as_array)
+            .map(|l| {
+                l.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Self::new(PROPS_ISSUER.into(), sub.into(), client, scopes))
     }
 
     /// A token's caller.

@@ -29,7 +29,7 @@ mod oauth;
 mod resource;
 
 pub use api_tokens::{authenticate_api_token, parse_api_tokens};
-pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS};
+pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, PROPS_ISSUER};
 pub use keys::{jwks_uri, KeySet, JWKS_REFETCH_MS};
 pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig, JWKS_MAX_AGE_MS, SKEW_MS};
 pub use resource::{

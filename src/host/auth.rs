@@ -19,9 +19,12 @@ pub async fn authenticate(
     now_ms: u64,
     verifier: &dyn KeyVerifier,
 ) -> Result<(), Reply> {
-    // Only this function sets it: whatever came with the request goes.
-    req.headers
-        .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
+    // Only this function (or `authenticate_props`, in that mode) sets it:
+    // whatever came with the request goes.
+    if !server.config.oauth_props {
+        req.headers
+            .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
+    }
     let query_token = req.header(QUERY_TOKEN_HEADER).is_some();
     let Some(oauth) = &server.config.oauth else {
         return Ok(());
@@ -49,6 +52,35 @@ pub async fn authenticate(
         .map_err(refuse)?,
     };
     auth::require(&caller, &resource, &oauth.scopes).map_err(refuse)?;
+    let json = serde_json::to_string(&caller).unwrap_or_default();
+    req.headers.push((CALLER_HEADER.to_string(), json));
+    Ok(())
+}
+
+/// The built-in authorization server's mode (`OAUTH_PROVIDER`):
+/// `@cloudflare/workers-oauth-provider` in front of the Worker checked the
+/// token and hands over what its login stored (`props`, as JSON); that is
+/// the caller. A request without it (one that did not come through the
+/// provider) is refused. Without that mode it does nothing.
+pub fn authenticate_props(
+    server: &Server,
+    req: &mut HttpRequest,
+    props: Option<&str>,
+) -> Result<(), Reply> {
+    req.headers
+        .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
+    if !server.config.oauth_props || req.path != "/mcp" || req.method == "OPTIONS" {
+        return Ok(());
+    }
+    // The same refusal the server makes for a request with no caller.
+    let caller = props.and_then(Caller::from_props);
+    let Some(caller) = caller else {
+        let e = server
+            .authenticate(req)
+            .err()
+            .unwrap_or_else(|| crate::error::McpError::internal("no caller"));
+        return Err(Reply::new(error_response(&e, None)));
+    };
     let json = serde_json::to_string(&caller).unwrap_or_default();
     req.headers.push((CALLER_HEADER.to_string(), json));
     Ok(())

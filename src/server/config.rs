@@ -25,6 +25,11 @@ pub struct Config {
     pub api_tokens: Vec<(String, String)>,
     /// OAuth 2.1 resource server (`OAUTH_ISSUER` …); `None`: off.
     pub oauth: Option<crate::auth::OAuthConfig>,
+    /// `OAUTH_PROVIDER=workers-oauth-provider`: Cloudflare's
+    /// `@cloudflare/workers-oauth-provider` wraps this Worker and has
+    /// checked every token; the caller is what it hands the Worker
+    /// (`ctx.props`).
+    pub oauth_props: bool,
     /// How long a paused call's state stays valid, in ms.
     pub state_ttl_ms: u64,
     /// `ttlMs` on list results and `resources/read`.
@@ -71,6 +76,7 @@ impl Default for Config {
             keys: KeyRing::default(),
             api_tokens: Vec::new(),
             oauth: None,
+            oauth_props: false,
             state_ttl_ms: 60 * 60 * 1000,
             list_ttl_ms: 60 * 1000,
             fixtures: false,
@@ -99,6 +105,8 @@ impl Config {
     ///   serve rather than run open)
     /// - `OAUTH_ISSUER` (turns OAuth on), `OAUTH_AUDIENCE`, `OAUTH_JWKS_URL`,
     ///   `OAUTH_SCOPES`: see [`crate::auth::OAuthConfig::from_lookup`]
+    /// - `OAUTH_PROVIDER`: `workers-oauth-provider` when that library wraps
+    ///   the Worker (the built-in authorization server)
     /// - `FIXTURES`: `1` serves the conformance fixtures
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
@@ -147,6 +155,20 @@ impl Config {
             c.api_tokens = crate::auth::parse_api_tokens(&v)?;
         }
         c.oauth = crate::auth::OAuthConfig::from_lookup(&get)?;
+        match get("OAUTH_PROVIDER").as_deref().map(str::trim) {
+            None => {}
+            Some("workers-oauth-provider") if c.oauth.is_none() => c.oauth_props = true,
+            Some("workers-oauth-provider") => {
+                return Err(
+                    "OAUTH_PROVIDER and OAUTH_ISSUER are both set: the built-in \
+                            authorization server checks its own tokens; set one"
+                        .into(),
+                )
+            }
+            Some(_) => {
+                return Err("OAUTH_PROVIDER must be \"workers-oauth-provider\"".into());
+            }
+        }
         if let Some(n) = num("SESSION_TTL_SECONDS")? {
             c.session_ttl_ms = n.saturating_mul(1000);
         }
@@ -200,5 +222,30 @@ mod tests {
             with("CALL_SHARDS", "many").map(|c| c.call_shards),
             Err("CALL_SHARDS must be a whole number".to_string())
         );
+    }
+
+    #[test]
+    fn auth_settings_that_do_not_fit_together_refuse_to_serve() {
+        let with_all = |vars: &[(&str, &str)]| {
+            Config::from_lookup(|k| {
+                vars.iter()
+                    .find(|(n, _)| *n == k)
+                    .map(|(_, v)| v.to_string())
+            })
+        };
+        let props = with_all(&[("OAUTH_PROVIDER", "workers-oauth-provider")]);
+        assert!(props.is_ok_and(|c| c.oauth_props && c.oauth.is_none()));
+        assert!(with_all(&[("OAUTH_PROVIDER", "other")]).is_err());
+        assert!(with_all(&[
+            ("OAUTH_PROVIDER", "workers-oauth-provider"),
+            ("OAUTH_ISSUER", "https://id.example")
+        ])
+        .is_err());
+        assert!(with_all(&[("API_TOKENS", "tokA,tokB")]).is_err());
+        let both = with_all(&[
+            ("API_TOKENS", "ci:tok-ci-1"),
+            ("OAUTH_ISSUER", "https://id.example"),
+        ]);
+        assert!(both.is_ok_and(|c| c.oauth.is_some() && c.api_tokens.len() == 1));
     }
 }

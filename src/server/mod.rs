@@ -302,13 +302,20 @@ impl Server {
     /// entry the bearer names (the Worker and every object read it the
     /// same way, through [`crate::auth`]); else nobody in particular.
     pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Caller, McpError> {
-        if let Some(oauth) = &self.config.oauth {
+        if self.config.oauth.is_some() || self.config.oauth_props {
             return req
                 .header(crate::auth::CALLER_HEADER)
                 .and_then(|v| serde_json::from_str::<Caller>(v).ok())
-                .ok_or_else(|| {
-                    let resource = crate::auth::resource_uri(req.header("host"));
-                    crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
+                .ok_or_else(|| match &self.config.oauth {
+                    Some(oauth) => {
+                        let resource = crate::auth::resource_uri(req.header("host"));
+                        crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
+                    }
+                    // The provider in front answers the challenges.
+                    None => McpError::new(
+                        ErrorKind::Unauthorized,
+                        "Unauthorized: sign in through this server's authorization server",
+                    ),
                 });
         }
         if self.config.api_tokens.is_empty() {

@@ -49,7 +49,7 @@ thread_local! {
 }
 
 /// The Worker's `fetch` event: a `Response`, or a `Promise` of one.
-pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
+pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsValue {
     let isolate = match server(&env, build) {
         Ok(s) => s,
         // Logged where it was found (`server`).
@@ -57,7 +57,15 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
     };
     let server = &isolate.server;
     let now = request_env();
-    let http = to_http_head(&req, &isolate.client_headers);
+    let mut http = to_http_head(&req, &isolate.client_headers);
+    // The built-in authorization server in front checked the token; the
+    // caller is what it hands over (`ctx.props`).
+    if server.config.oauth_props {
+        let props = props_of(&ctx);
+        if let Err(reply) = host::authenticate_props(server, &mut http, props.as_deref()) {
+            return settle(to_web_response(reply.response));
+        }
+    }
     // OAuth: the token is checked (a key fetch, a WebCrypto verify: both
     // wait) before the request is routed anywhere.
     if server.config.oauth.is_some() {
@@ -91,6 +99,18 @@ pub fn fetch(req: web_sys::Request, env: Env, build: Build) -> JsValue {
             respond(&isolate, &env, http, now).await
         }),
     }
+}
+
+/// `ctx.props` as JSON, when the runtime (or a wrapper calling this
+/// Worker) set it.
+fn props_of(ctx: &JsValue) -> Option<String> {
+    let props = js_sys::Reflect::get(ctx, &JsValue::from_str("props")).ok()?;
+    if !props.is_object() {
+        return None;
+    }
+    js_sys::JSON::stringify(&props)
+        .ok()
+        .and_then(|s| s.as_string())
 }
 
 /// A request to a server with OAuth on: its caller checked first (the

@@ -235,3 +235,47 @@ fn no_caller_header_from_a_client_is_believed() {
     );
     assert_error(&r, 401, -32600);
 }
+
+/// `OAUTH_PROVIDER=workers-oauth-provider`: the library in front checked the
+/// token; the caller is what it hands over, and nothing else gets in.
+#[test]
+fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
+    let mut h = Harness::with_config(|c| c.oauth_props = true);
+    let r = call_as(&mut h, None, "whoami", json!({}));
+    assert_error(&r, 401, -32600);
+    h.props = Some(r#"{"sub":"ada","client_id":"c9","scopes":["mcp:read"]}"#.into());
+    let ok = call_as(&mut h, None, "whoami", json!({}));
+    assert_eq!(ok.status, 200, "{}", ok.json);
+    let who: Value = serde_json::from_str(
+        ok.json["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("{}"),
+    )
+    .unwrap_or_default();
+    assert_eq!(who["subject"], "ada");
+    assert_eq!(who["clientId"], "c9");
+    // A paused call goes on for the same user and no one else.
+    let r1 = call_as(&mut h, None, "release", json!({}));
+    let answer = json!({"requestState": r1.json["result"]["requestState"],
+        "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": true}}}});
+    h.props = Some(r#"{"sub":"bob","client_id":"c9","scopes":["release:write"]}"#.into());
+    assert_error(
+        &call_as(&mut h, None, "release", answer.clone()),
+        400,
+        -32602,
+    );
+    h.props = Some(r#"{"sub":"ada","client_id":"c9","scopes":["mcp:read"]}"#.into());
+    assert_error(
+        &call_as(&mut h, None, "release", answer.clone()),
+        403,
+        -32600,
+    );
+    h.props =
+        Some(r#"{"sub":"ada","client_id":"c9","scopes":["mcp:read","release:write"]}"#.into());
+    let done = call_as(&mut h, None, "release", answer);
+    assert_eq!(
+        done.json["result"]["resultType"], "complete",
+        "{}",
+        done.json
+    );
+}
