@@ -326,6 +326,46 @@ describe(`what a token validator must refuse, with real keys and WebCrypto (${VI
   });
 });
 
+describe(`a task belongs to its user across tokens (${VIA})`, () => {
+  const EXT = 'io.modelcontextprotocol/tasks';
+  const meta = { 'io.modelcontextprotocol/protocolVersion': MODERN,
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: { form: {} }, extensions: { [EXT]: {} } } };
+  const taskCall = (token, method, params) => send(server.url, method, { ...params, _meta: meta }, {
+    id: 5, headers: { authorization: `Bearer ${token}`, ...(params.taskId ? { 'mcp-name': params.taskId } : {}) },
+  });
+  const token = (sub, over = {}) => { const t = op.signJwt(claims(sub, over)); issued.add(t); return t; };
+
+  test('a task paused for input is answered with a later token of the same user, and is unknown to anyone else', { timeout: 60_000 }, async () => {
+    const created = await taskCall(token('ada', { jti: 't1' }), 'tools/call', { name: 'confirm_delete', arguments: { filename: 'a.txt' } });
+    assert.equal(created.status, 200, created.text);
+    assert.equal(created.json.result.resultType, 'task', created.text);
+    const taskId = created.json.result.taskId;
+    let t;
+    for (let i = 0; i < 50; i++) {
+      t = (await taskCall(token('ada', { jti: `poll${i}` }), 'tasks/get', { taskId })).json.result;
+      if (t.status !== 'working') break;
+      await sleep(200);
+    }
+    assert.equal(t.status, 'input_required', JSON.stringify(t));
+    // Bob's token: the same answer as a task that does not exist.
+    const bob = await taskCall(token('bob'), 'tasks/get', { taskId });
+    const unknown = await taskCall(token('bob'), 'tasks/get', { taskId: '0'.repeat(32) });
+    assert.equal(bob.status, unknown.status);
+    assert.deepEqual(bob.json.error, unknown.json.error);
+    // Ada, with a token minted later (a refresh), answers and the task completes.
+    const ack = await taskCall(token('ada', { jti: 't2' }), 'tasks/update',
+      { taskId, inputResponses: { confirm: { action: 'accept', content: { confirm: true } } } });
+    assert.equal(ack.status, 200, ack.text);
+    for (let i = 0; i < 50; i++) {
+      t = (await taskCall(token('ada', { jti: `done${i}` }), 'tasks/get', { taskId })).json.result;
+      if (['completed', 'failed', 'cancelled'].includes(t.status)) break;
+      await sleep(200);
+    }
+    assert.equal(t.status, 'completed', JSON.stringify(t));
+    assert.equal(t.result.content[0].text, 'Deleted a.txt.');
+  });
+});
+
 describe(`no access token reaches storage or logs (${VIA})`, () => {
   test('the bytes of every access token issued above appear nowhere under the persist directory', () => {
     assert.ok(issued.size >= 4, `tokens collected: ${issued.size}`);
