@@ -96,6 +96,9 @@ pub struct TestServer {
     gone_writes: u64,
     /// Checks OAuth token signatures (a [`TestKeys`] unless replaced).
     pub verifier: Box<dyn KeyVerifier>,
+    /// Tokens whose signature verified lately (as the Worker keeps them
+    /// per isolate).
+    pub seen: std::cell::RefCell<crate::auth::SeenTokens>,
     /// What a wrapping `@cloudflare/workers-oauth-provider` hands the
     /// Worker as `ctx.props` (JSON), in `OAUTH_PROVIDER` mode.
     pub props: Option<String>,
@@ -209,6 +212,7 @@ impl TestServer {
             gone_writes: 0,
             verifier: Box::new(TestKeys::default()),
             props: None,
+            seen: Default::default(),
         }
     }
 
@@ -230,12 +234,22 @@ impl TestServer {
         {
             return read(reply);
         }
-        if let Err(reply) = block_on(host::authenticate(
-            &self.server,
-            &mut req,
-            env.now_ms,
-            &*self.verifier,
-        )) {
+        // (The borrow of `seen` ends before the wait borrows it again.)
+        let now = {
+            let seen = self.seen.borrow();
+            host::authenticate_now(&self.server, &mut req, env.now_ms, &seen)
+        };
+        let decided = match now {
+            host::Authenticated::Later => block_on(host::authenticate(
+                &self.server,
+                &mut req,
+                env.now_ms,
+                &*self.verifier,
+                &self.seen,
+            )),
+            decided => decided,
+        };
+        if let host::Authenticated::No(reply) = decided {
             self.apply(None, &reply.effects);
             return read(reply);
         }

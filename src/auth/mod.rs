@@ -21,21 +21,26 @@
 //!   fetch the set again.
 //! - `resource.rs`: metadata, challenges, and a request's token checked
 //!   (the signature by a [`KeyVerifier`]: WebCrypto in the Worker).
+//! - `seen.rs`: tokens whose signature verified lately (by digest), so a
+//!   repeated token is checked without waiting.
 
 mod api_tokens;
 mod jwt;
 mod keys;
 mod oauth;
 mod resource;
+mod seen;
 
 pub use api_tokens::{authenticate_api_token, parse_api_tokens};
 pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, PROPS_ISSUER};
 pub use keys::{jwks_uri, KeySet, JWKS_REFETCH_MS};
 pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig, JWKS_MAX_AGE_MS, SKEW_MS};
 pub use resource::{
-    authenticate, insufficient_scope, is_metadata_path, metadata, metadata_url, require,
-    resource_uri, unauthorized, KeyError, KeyVerifier, Refusal, VerifyFuture, METADATA_PATH,
+    authenticate, check, finish, insufficient_scope, is_metadata_path, metadata, metadata_url,
+    require, resource_uri, unauthorized, Checked, Credentials, KeyError, KeyVerifier, Refusal,
+    VerifyFuture, METADATA_PATH,
 };
+pub use seen::SeenTokens;
 
 /// The internal header that carries a verified [`Caller`] from the Worker
 /// to the server and to objects. The Worker never copies a client's, and

@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 use super::bearer;
 use super::jwt::{Caller, Invalid, Jwt};
 use super::oauth::{covers, is_loopback, OAuthConfig};
+use super::seen::SeenTokens;
 use crate::error::{ErrorKind, McpError};
 
 /// The well-known path of the metadata; clients try it with the MCP
@@ -138,41 +139,118 @@ pub trait KeyVerifier {
         -> VerifyFuture<'a>;
 }
 
-/// The caller of a request bearing `authorization`, as the token says once
-/// its signature verifies; else the 401 to answer with. `query_token`: the
-/// request carried a token in its URL (refused, whatever it holds).
-pub async fn authenticate(
-    config: &OAuthConfig,
-    resource: &str,
-    authorization: Option<&str>,
-    query_token: bool,
-    now_ms: u64,
-    verifier: &dyn KeyVerifier,
-    scopes: &[String],
-) -> Result<Caller, McpError> {
-    if query_token {
-        return Err(unauthorized(Refusal::InvalidRequest, resource, scopes));
+/// One request's credentials, as [`check`] and [`authenticate`] read them.
+#[derive(Debug, Clone, Copy)]
+pub struct Credentials<'a> {
+    /// The OAuth configuration.
+    pub config: &'a OAuthConfig,
+    /// This server's resource URI as the request reached it.
+    pub resource: &'a str,
+    /// The `Authorization` header.
+    pub authorization: Option<&'a str>,
+    /// The URL carried an `access_token` (refused).
+    pub query_token: bool,
+    /// The request's clock.
+    pub now_ms: u64,
+}
+
+/// What [`check`] could decide without waiting.
+#[derive(Debug)]
+pub enum Checked {
+    /// Decided: the caller, or the refusal.
+    Done(Result<Caller, McpError>),
+    /// The token's signature must be checked first (its key fetched, a
+    /// WebCrypto call): then [`finish`].
+    Verify(Box<Jwt>),
+}
+
+/// Everything about a request's token that needs no wait: its absence,
+/// its shape, its issuer, and, for a token whose signature verified lately
+/// ([`SeenTokens`]), its claims.
+pub fn check(c: Credentials<'_>, seen: &SeenTokens) -> Checked {
+    let scopes = &c.config.scopes;
+    if c.query_token {
+        return Checked::Done(Err(unauthorized(
+            Refusal::InvalidRequest,
+            c.resource,
+            scopes,
+        )));
     }
-    let Some(token) = bearer(authorization) else {
-        return Err(unauthorized(Refusal::Missing, resource, scopes));
+    let Some(token) = bearer(c.authorization) else {
+        return Checked::Done(Err(unauthorized(Refusal::Missing, c.resource, scopes)));
     };
-    let invalid = |_: Invalid| unauthorized(Refusal::InvalidToken, resource, scopes);
-    let jwt = Jwt::parse(token).map_err(invalid)?;
+    let invalid = || unauthorized(Refusal::InvalidToken, c.resource, scopes);
+    let Ok(jwt) = Jwt::parse(token) else {
+        return Checked::Done(Err(invalid()));
+    };
     // The issuer first: a token from anyone else never costs a key fetch.
-    if jwt.claims.get("iss").and_then(Value::as_str) != Some(config.issuer.as_str()) {
-        return Err(invalid(Invalid::Issuer));
+    if jwt.claims.get("iss").and_then(Value::as_str) != Some(c.config.issuer.as_str()) {
+        return Checked::Done(Err(invalid()));
     }
-    match verifier.verify(config, &jwt, now_ms).await {
+    if seen.knows(token, c.now_ms) {
+        return Checked::Done(claims(c, &jwt));
+    }
+    Checked::Verify(Box::new(jwt))
+}
+
+/// The rest of [`check`] once the signature was checked: on success the
+/// token is remembered in `seen` and its claims decide.
+pub fn finish(
+    c: Credentials<'_>,
+    jwt: &Jwt,
+    verified: Result<(), KeyError>,
+    seen: &mut SeenTokens,
+) -> Result<Caller, McpError> {
+    match verified {
         Ok(()) => {}
-        Err(KeyError::Invalid) => return Err(invalid(Invalid::Signature)),
+        Err(KeyError::Invalid) => {
+            return Err(unauthorized(
+                Refusal::InvalidToken,
+                c.resource,
+                &c.config.scopes,
+            ))
+        }
         Err(KeyError::Unavailable(why)) => {
             return Err(McpError::internal(format!(
                 "Internal error: the authorization server's keys could not be read ({why})"
             )))
         }
     }
-    let audience = config.audience.as_deref().unwrap_or(resource);
-    jwt.caller(config, audience, now_ms).map_err(invalid)
+    let caller = claims(c, jwt)?;
+    if let Some(token) = bearer(c.authorization) {
+        let exp_ms = jwt
+            .claims
+            .get("exp")
+            .and_then(Value::as_f64)
+            .map_or(0, |s| (s * 1000.0) as u64);
+        let until = exp_ms.min(c.now_ms.saturating_add(c.config.jwks_max_age_ms));
+        seen.remember(token, until, c.now_ms);
+    }
+    Ok(caller)
+}
+
+fn claims(c: Credentials<'_>, jwt: &Jwt) -> Result<Caller, McpError> {
+    let audience = c.config.audience.as_deref().unwrap_or(c.resource);
+    jwt.caller(c.config, audience, c.now_ms)
+        .map_err(|_: Invalid| unauthorized(Refusal::InvalidToken, c.resource, &c.config.scopes))
+}
+
+/// The caller of a request, as its token says once its signature verifies
+/// ([`check`], then the `verifier`, then [`finish`]); else the refusal.
+pub async fn authenticate(
+    c: Credentials<'_>,
+    verifier: &dyn KeyVerifier,
+    seen: &std::cell::RefCell<SeenTokens>,
+) -> Result<Caller, McpError> {
+    // No borrow of `seen` is held across the wait.
+    let checked = check(c, &seen.borrow());
+    match checked {
+        Checked::Done(r) => r,
+        Checked::Verify(jwt) => {
+            let verified = verifier.verify(c.config, &jwt, c.now_ms).await;
+            finish(c, &jwt, verified, &mut seen.borrow_mut())
+        }
+    }
 }
 
 #[cfg(test)]

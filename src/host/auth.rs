@@ -3,58 +3,142 @@
 //! [`KeyVerifier`]) and the verified [`Caller`] rides with the request, to
 //! the server and to whichever object serves it, in an internal header.
 
-use crate::auth::{self, Caller, KeyVerifier, CALLER_HEADER, QUERY_TOKEN_HEADER};
+use std::cell::RefCell;
+
+use crate::auth::{
+    self, Caller, KeyVerifier, OAuthConfig, SeenTokens, CALLER_HEADER, QUERY_TOKEN_HEADER,
+};
 use crate::effects::Reply;
+use crate::error::McpError;
 use crate::http::HttpRequest;
 use crate::server::{error_response, Server};
 
-/// Checks `req`'s credentials (OAuth mode) and, when they hold, adds the
-/// caller to it; otherwise the reply to answer with (401, or 403 for a
-/// token without the server-wide scopes). Without OAuth it does nothing:
-/// `API_TOKENS` are checked by the server, synchronously, where they were.
-/// A static `API_TOKENS` entry is accepted beside OAuth (checked first).
+/// What [`authenticate_now`] decided.
+#[derive(Debug)]
+pub enum Authenticated {
+    /// The request may go on (its caller added, when there is auth).
+    Yes,
+    /// Answer with this.
+    No(Reply),
+    /// A signature has to be checked first: call [`authenticate`].
+    Later,
+}
+
+/// Checks `req`'s credentials (OAuth mode) as far as that needs no wait —
+/// which is all of it for a token whose signature verified lately
+/// (`seen`) — and, when they hold, adds the caller to it. Without OAuth it
+/// does nothing: `API_TOKENS` are checked by the server, synchronously,
+/// where they were. A static `API_TOKENS` entry is accepted beside OAuth
+/// (checked first).
+pub fn authenticate_now(
+    server: &Server,
+    req: &mut HttpRequest,
+    now_ms: u64,
+    seen: &SeenTokens,
+) -> Authenticated {
+    match credentials(server, req, now_ms) {
+        Pending::Done(r) => settle(server, req, r),
+        Pending::Token(c) => match auth::check(c.credentials(), seen) {
+            auth::Checked::Done(r) => settle(server, req, r),
+            auth::Checked::Verify(_) => Authenticated::Later,
+        },
+    }
+}
+
+/// [`authenticate_now`], waiting for the signature check when one is
+/// needed (its key fetched, WebCrypto); the verified token is remembered
+/// in `seen`. Ends in `Yes` or `No`.
 pub async fn authenticate(
     server: &Server,
     req: &mut HttpRequest,
     now_ms: u64,
     verifier: &dyn KeyVerifier,
-) -> Result<(), Reply> {
-    // Only this function (or `authenticate_props`, in that mode) sets it:
+    seen: &RefCell<SeenTokens>,
+) -> Authenticated {
+    let result = match credentials(server, req, now_ms) {
+        Pending::Done(r) => r,
+        Pending::Token(c) => auth::authenticate(c.credentials(), verifier, seen).await,
+    };
+    settle(server, req, result)
+}
+
+/// A request's credentials, owned (so the request can be changed after).
+struct Owned<'a> {
+    config: &'a OAuthConfig,
+    resource: String,
+    authorization: Option<String>,
+    query_token: bool,
+    now_ms: u64,
+}
+
+impl Owned<'_> {
+    fn credentials(&self) -> auth::Credentials<'_> {
+        auth::Credentials {
+            config: self.config,
+            resource: &self.resource,
+            authorization: self.authorization.as_deref(),
+            query_token: self.query_token,
+            now_ms: self.now_ms,
+        }
+    }
+}
+
+enum Pending<'a> {
+    /// Decided without looking at a token (no OAuth, another path, a
+    /// static API token).
+    Done(Result<Caller, McpError>),
+    /// A bearer token (or none) to check against the OAuth configuration.
+    Token(Owned<'a>),
+}
+
+fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pending<'a> {
+    // Only these functions (or `authenticate_props`, in that mode) set it:
     // whatever came with the request goes.
     if !server.config.oauth_props {
         req.headers
             .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
     }
-    let query_token = req.header(QUERY_TOKEN_HEADER).is_some();
     let Some(oauth) = &server.config.oauth else {
-        return Ok(());
+        return Pending::Done(Ok(Caller::default()));
     };
     // The metadata and CORS preflights are for anyone; other paths get
     // their 404 without a word about auth.
     if req.path != "/mcp" || req.method == "OPTIONS" {
-        return Ok(());
+        return Pending::Done(Ok(Caller::default()));
     }
-    let resource = auth::resource_uri(req.header("host"));
-    let refuse = |e| Reply::new(error_response(&e, None));
     let authorization = req.header("authorization");
-    let caller = match auth::authenticate_api_token(&server.config.api_tokens, authorization) {
-        Some(name) => Caller::api_token(name),
-        None => auth::authenticate(
-            oauth,
-            &resource,
-            authorization,
-            query_token,
-            now_ms,
-            verifier,
-            &oauth.scopes,
-        )
-        .await
-        .map_err(refuse)?,
+    if let Some(name) = auth::authenticate_api_token(&server.config.api_tokens, authorization) {
+        return Pending::Done(Ok(Caller::api_token(name)));
+    }
+    Pending::Token(Owned {
+        config: oauth,
+        resource: auth::resource_uri(req.header("host")),
+        authorization: authorization.map(str::to_string),
+        query_token: req.header(QUERY_TOKEN_HEADER).is_some(),
+        now_ms,
+    })
+}
+
+/// The server-wide scopes checked, the caller added to the request.
+fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -> Authenticated {
+    let refuse = |e| Authenticated::No(Reply::new(error_response(&e, None)));
+    let Some(oauth) = &server.config.oauth else {
+        return Authenticated::Yes;
     };
-    auth::require(&caller, &resource, &oauth.scopes).map_err(refuse)?;
+    if req.path != "/mcp" || req.method == "OPTIONS" {
+        return Authenticated::Yes;
+    }
+    let caller = match r {
+        Ok(c) => c,
+        Err(e) => return refuse(e),
+    };
+    let resource = auth::resource_uri(req.header("host"));
+    if let Err(e) = auth::require(&caller, &resource, &oauth.scopes) {
+        return refuse(e);
+    }
     let json = serde_json::to_string(&caller).unwrap_or_default();
     req.headers.push((CALLER_HEADER.to_string(), json));
-    Ok(())
+    Authenticated::Yes
 }
 
 /// The built-in authorization server's mode (`OAUTH_PROVIDER`):
@@ -78,7 +162,7 @@ pub fn authenticate_props(
         let e = server
             .authenticate(req)
             .err()
-            .unwrap_or_else(|| crate::error::McpError::internal("no caller"));
+            .unwrap_or_else(|| McpError::internal("no caller"));
         return Err(Reply::new(error_response(&e, None)));
     };
     let json = serde_json::to_string(&caller).unwrap_or_default();

@@ -16,7 +16,7 @@ mod auth;
 mod object;
 mod route;
 
-pub use auth::{authenticate, authenticate_props};
+pub use auth::{authenticate, authenticate_now, authenticate_props, Authenticated};
 pub use object::{alarm, handle_in_object, hub_broadcast, Stores};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};

@@ -29,8 +29,9 @@ use slab::Slab;
 use super::convert::{read_body, to_http_head, to_web_response};
 use super::keys::WebCrypto;
 use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
+use crate::auth::SeenTokens;
 use crate::error::McpError;
-use crate::host::{self, Route};
+use crate::host::{self, Authenticated, Route};
 use crate::http::HttpRequest;
 use crate::server::{error_response, Env as ServerEnv};
 
@@ -46,6 +47,9 @@ thread_local! {
     /// an entry outlives its request only if the runtime drops the read
     /// unsettled, and then holds one small head until the isolate goes.
     static HEADS: RefCell<Slab<HttpRequest>> = const { RefCell::new(Slab::new()) };
+    /// OAuth tokens whose signature verified lately, for every request of
+    /// this isolate (shared with the futures that wait on a verify).
+    static SEEN: Rc<RefCell<SeenTokens>> = Rc::new(RefCell::new(SeenTokens::default()));
 }
 
 /// The Worker's `fetch` event: a `Response`, or a `Promise` of one.
@@ -66,10 +70,17 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
             return settle(to_web_response(reply.response));
         }
     }
-    // OAuth: the token is checked (a key fetch, a WebCrypto verify: both
-    // wait) before the request is routed anywhere.
+    // OAuth: the token is checked before the request is routed anywhere;
+    // at once when its signature verified lately, else after a key fetch
+    // and a WebCrypto verify (both wait).
     if server.config.oauth.is_some() {
-        return later(signed_in(isolate.clone(), env, req, http, now));
+        match SEEN
+            .with(|seen| host::authenticate_now(server, &mut http, now.now_ms, &seen.borrow()))
+        {
+            Authenticated::Yes => {}
+            Authenticated::No(reply) => return settle(to_web_response(reply.response)),
+            Authenticated::Later => return later(signed_in(isolate.clone(), env, req, http, now)),
+        }
     }
     // A session's request goes on by its head; its object reads the body.
     if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {
@@ -124,7 +135,9 @@ async fn signed_in(
     now: ServerEnv,
 ) -> Result<web_sys::Response> {
     let server = &isolate.server;
-    if let Err(reply) = host::authenticate(server, &mut http, now.now_ms, &WebCrypto).await {
+    let seen = SEEN.with(|s| s.clone());
+    let verdict = host::authenticate(server, &mut http, now.now_ms, &WebCrypto, &seen).await;
+    if let Authenticated::No(reply) = verdict {
         return to_web_response(reply.response);
     }
     if let Some(Route::Object { name, request }) = host::route_head(server, &http, &now) {

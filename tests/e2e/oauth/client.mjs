@@ -24,8 +24,11 @@ import { playUser, CookieJar } from './user.mjs';
  * @param {boolean} [opts.deny] the user presses Deny
  * @param {CookieJar} [opts.cookieJar] the user's browser cookies (default: one jar for this provider,
  *   so a second authorization reuses the provider session and skips the login page)
+ * @param {typeof playUser} [opts.play] the "browser": (authorizationUrl, {sub, cookieJar, grant, deny})
+ *   => the redirect back to the client. Default playUser (oidc-provider's pages); another
+ *   authorization server's pages need their own (e.g. builtin-oauth/user.mjs).
  */
-export function makeAuthProvider({ redirectUrl, sub, scope, clientMetadata = {}, grant, deny = false, cookieJar = new CookieJar() }) {
+export function makeAuthProvider({ redirectUrl, sub, scope, clientMetadata = {}, grant, deny = false, cookieJar = new CookieJar(), play = playUser }) {
   if (!redirectUrl || !sub) throw new Error('makeAuthProvider: redirectUrl and sub are required');
   let clientInfo;
   let tokens;
@@ -67,7 +70,7 @@ export function makeAuthProvider({ redirectUrl, sub, scope, clientMetadata = {},
     discoveryState() { return discovery; },
     async redirectToAuthorization(url) {
       provider.authorizationUrls.push(new URL(url));
-      const callback = new URL(await playUser(url, { sub, cookieJar, grant, deny }));
+      const callback = new URL(await play(url, { sub, cookieJar, grant, deny }));
       // The SDK leaves `state` to the host: check it here like a real client would.
       if (callback.searchParams.get('state') !== expectedState) {
         throw new Error(`state mismatch in ${callback.href}`);

@@ -279,3 +279,32 @@ fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
         done.json
     );
 }
+
+/// A token whose signature verified is not verified again on its next
+/// request (the Worker then answers without waiting on WebCrypto), but its
+/// claims are: it still expires, and the memory lasts no longer than the
+/// key set would.
+#[test]
+fn a_token_verified_once_skips_the_signature_check_but_not_its_claims() {
+    let mut h = server();
+    // Valid for an hour: only the key set's age limit can end it below.
+    let mut long = claims(&h, "ada", "mcp:read");
+    long["exp"] = json!(h.now_ms / 1000 + 3600);
+    let t = test_token("test-key", &long);
+    assert_eq!(call_as(&mut h, Some(&t), "whoami", json!({})).status, 200);
+    // The issuer "removes" every key: a new token fails, the seen one passes.
+    h.verifier = Box::new(durable_mcp::testing::TestKeys {
+        valid_kids: Vec::new(),
+    });
+    let fresh = token(&h, "ada", "mcp:read deploy");
+    assert_error(
+        &call_as(&mut h, Some(&fresh), "whoami", json!({})),
+        401,
+        -32600,
+    );
+    assert_eq!(call_as(&mut h, Some(&t), "whoami", json!({})).status, 200);
+    // Past the key set's age limit it is checked again (and now fails).
+    h.now_ms += durable_mcp::auth::JWKS_MAX_AGE_MS;
+    let again = call_as(&mut h, Some(&t), "whoami", json!({}));
+    assert_error(&again, 401, -32600);
+}
