@@ -13,6 +13,8 @@
 // BENCH_ONLY (a regex on scenario names), BENCH_SKIP_BUILD=1, BENCH_FIXED_RATE
 // (200: the offered rate of the fixed-rate latency pass), BENCH_FIXED (a regex:
 // the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1.
+import { generateKeyPairSync, sign } from 'node:crypto';
+import { createServer } from 'node:http';
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
@@ -40,7 +42,38 @@ const WORKERS = [
   { name: 'ceiling', dir: 'bench/ceiling', classes: { CEILING: 'Ceiling' }, vars: {} },
   { name: 'fixtures', dir: '.', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp' } },
   { name: 'quickstart', dir: 'examples/quickstart', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY } },
+  // The fixtures bundle again, signing in with OAuth: JWTs checked against
+  // the bench's own issuer keys (served by `startIssuer` on loopback).
+  { name: 'fixtures-oauth', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
+    vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', OAUTH_AUDIENCE: 'urn:durable-mcp:bench', OAUTH_SCOPES: 'mcp:read' } },
 ];
+
+/**
+ * A loopback OAuth issuer for the OAuth lanes: an ES256 key, its JWKS at
+ * /jwks, and `token()` minting access tokens for the bench's audience
+ * (`unique` gives each a fresh `jti`, so none was seen before).
+ */
+async function startIssuer() {
+  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'bench-1', alg: 'ES256', use: 'sig' };
+  const server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise((ok) => server.listen(0, '127.0.0.1', ok));
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const b64 = (v) => Buffer.from(JSON.stringify(v)).toString('base64url');
+  const header = b64({ alg: 'ES256', typ: 'at+jwt', kid: 'bench-1' });
+  let n = 0;
+  const token = () => {
+    const now = Math.floor(Date.now() / 1000);
+    const body = b64({ iss: issuer, sub: 'bench', aud: 'urn:durable-mcp:bench', scope: 'mcp:read', client_id: 'bench',
+      iat: now, exp: now + 3600, jti: `t${n++}` });
+    const sig = sign('sha256', Buffer.from(`${header}.${body}`), { key: privateKey, dsaEncoding: 'ieee-p1363' });
+    return `${header}.${body}.${sig.toString('base64url')}`;
+  };
+  return { issuer, jwksUrl: `${issuer}/jwks`, token, stop: () => server.close() };
+}
 const PEER = join(ROOT, 'bench/peer');
 
 function bundle(w) {
@@ -93,7 +126,9 @@ async function serve(workers) {
   const config = `using Workerd = import "/workerd/workerd.capnp";
 const config :Workerd.Config = (
   services = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, worker = .${ident(w.name)})`).join(', ')},
-    (name = "do-disk", disk = (path = ${JSON.stringify(disk)}, writable = true))],
+    (name = "do-disk", disk = (path = ${JSON.stringify(disk)}, writable = true)),
+    # The OAuth lanes' issuer keys are served on loopback (the default allows public addresses only).
+    (name = "internet", network = (allow = ["public", "local"]))],
   sockets = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, address = "127.0.0.1:${ports[w.name]}", http = (), service = ${JSON.stringify(w.name)})`).join(', ')}],
 );
 ${workers.map((w) => capnpWorker(w, w.out)).join('\n')}
@@ -150,6 +185,11 @@ const FD_BUDGET = Number(process.env.BENCH_FD_BUDGET ?? 2000);
 
 const MODERN = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
+/** `req` with `Authorization: Bearer <token>`. */
+function withBearer(req, token) {
+  return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
+}
+
 function modernReq(name, args, extra = {}) {
   return {
     method: 'POST', path: '/mcp',
@@ -382,7 +422,8 @@ function preflight(workers, at) {
     console.error('preflight skipped: build the CLI with `cargo build -p durable-mcp-client`');
     return;
   }
-  for (const w of workers.filter((x) => x.name !== 'ceiling')) {
+  // (The CLI does not sign in yet: the OAuth worker is checked in `preflightOAuth`.)
+  for (const w of workers.filter((x) => x.name !== 'ceiling' && !x.vars?.OAUTH_AUDIENCE)) {
     const url = `${at(w.name)}/mcp`;
     const r = spawnSync(cli, ['tools', url], { encoding: 'utf8', timeout: 30_000 });
     if (r.status !== 0) throw new Error(`preflight: ${w.name} lists no tools: ${r.stderr}`);
@@ -393,6 +434,18 @@ function preflight(workers, at) {
     throw new Error(`preflight: deploy through the CLI failed: ${r.stdout}${r.stderr}`);
   }
   console.error('preflight: every server lists its tools; deploy paused twice and finished through the CLI');
+}
+
+/** The OAuth lanes' worker refuses no token and serves a signed one. */
+async function preflightOAuth(url, issuer) {
+  const call = (headers) => fetch(url, { method: 'POST', headers: { ...modernReq('add', { a: 1, b: 2 }).headers, ...headers },
+    body: modernReq('add', { a: 1, b: 2 }).body });
+  const none = await call({});
+  const signed = await call({ authorization: `Bearer ${issuer.token()}` });
+  if (none.status !== 401 || signed.status !== 200) {
+    throw new Error(`preflight: the OAuth worker answered ${none.status} without a token and ${signed.status} with one: ${await signed.text()}`);
+  }
+  console.error('preflight: the OAuth worker refuses no token and serves a signed one');
 }
 
 /**
@@ -423,15 +476,21 @@ async function main() {
   const workers = WORKERS.map((w) => ({ ...w }));
   const peerBuilt = existsSync(join(PEER, 'dist'));
   if (process.env.BENCH_SKIP_BUILD !== '1') {
-    for (const w of workers) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
+    for (const w of workers.filter((x) => !x.bundleOf)) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
   } else {
-    for (const w of workers) w.out = join(OUT, w.name);
+    for (const w of workers.filter((x) => !x.bundleOf)) w.out = join(OUT, w.name);
+  }
+  for (const w of workers.filter((x) => x.bundleOf)) w.out = join(OUT, w.bundleOf);
+  const issuer = await startIssuer();
+  for (const w of workers.filter((x) => x.vars.OAUTH_AUDIENCE)) {
+    Object.assign(w.vars, { OAUTH_ISSUER: issuer.issuer, OAUTH_JWKS_URL: issuer.jwksUrl });
   }
   const peers = peerBuilt ? JSON.parse(readFileSync(join(PEER, 'bench-workers.json'), 'utf8')) : [];
   for (const p of peers) workers.push({ ...p, out: join(PEER, p.out) });
   const { ports, stop, freshIfNeeded } = await serve(workers);
   const at = (name) => `http://127.0.0.1:${ports[name]}`;
   preflight(workers, at);
+  await preflightOAuth(`${at('fixtures-oauth')}/mcp`, issuer);
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
   const durableRounds = await durableRequests(at('fixtures'), answersFor);
   const scenarios = [
@@ -456,6 +515,12 @@ async function main() {
     ['ceiling: parse + fixed result, a minimal request (reference)', at('ceiling'), [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
     ['durable-mcp: stateless tools/call (add)', at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
     ['durable-mcp quickstart: stateless tools/call (add)', at('quickstart'), [modernReq('add', { a: 1, b: 2 })], 1],
+    // The same call signed in: one token for every request (a client's,
+    // until it expires: its signature verified once, then remembered), and
+    // a new token each request (every one verified with WebCrypto).
+    ['durable-mcp: stateless tools/call (add), OAuth JWT', at('fixtures-oauth'), [withBearer(modernReq('add', { a: 1, b: 2 }), issuer.token())], 1],
+    ['durable-mcp: stateless tools/call (add), OAuth, a new JWT each', at('fixtures-oauth'), [{ ...modernReq('add', { a: 1, b: 2 }),
+      setupRequest: (r) => withBearer(r, issuer.token()) }], 1],
     ['durable-mcp: MRTR round trip', at('fixtures'), roundTrip('test_input_required_result_elicitation', {},
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ['durable-mcp: MRTR round 1 (input_required)', at('fixtures'), [modernReq('test_input_required_result_elicitation', {})], 1],
@@ -535,6 +600,7 @@ async function main() {
     }
   } finally {
     stop();
+    issuer.stop();
   }
   const rows = [...results.entries()].map(([name, rs]) => ({
     name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)),
@@ -576,6 +642,10 @@ async function main() {
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
   console.log(`  durable round trip vs plain DO, sharded alike: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip, sharded (16 objects, an alarm each)')}`);
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
+  console.log(`  stateless call with an OAuth JWT vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')} (target ≥ 0.9×)`);
+  console.log(`  a new JWT each request (a WebCrypto verify each) vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth, a new JWT each', 'durable-mcp: stateless tools/call (add)')}`);
+  const perCall = (a, b) => (get(a) && get(b) ? `${((1e6 / get(a)) - (1e6 / get(b))).toFixed(0)} µs` : 'n/a');
+  console.log(`  what signing in adds per request (wall time at ${CONNECTIONS} connections / rps): cached ${perCall('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')}, verified ${perCall('durable-mcp: stateless tools/call (add), OAuth, a new JWT each', 'durable-mcp: stateless tools/call (add)')}`);
   console.log(`  stateless call vs agents echo:  ${ratio('durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)')}`);
   console.log(`  MRTR round trip vs agents:      ${ratio('durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)')}`);
   console.log(`  session call vs McpAgent:       ${ratio('durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)')}`);

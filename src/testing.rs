@@ -100,7 +100,7 @@ pub struct TestServer {
     /// per isolate).
     pub seen: std::cell::RefCell<crate::auth::SeenTokens>,
     /// What a wrapping `@cloudflare/workers-oauth-provider` hands the
-    /// Worker as `ctx.props` (JSON), in `OAUTH_PROVIDER` mode.
+    /// Worker as `ctx.props` (JSON), in `OAUTH_WRAPPER` mode.
     pub props: Option<String>,
 }
 

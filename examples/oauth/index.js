@@ -3,7 +3,7 @@
 // tests/e2e/builtin-oauth/wrangler.toml for a whole one):
 //   compatibility_flags = ["global_fetch_strictly_public"]  # client ID metadata documents
 //   [[kv_namespaces]] binding = "OAUTH_KV"                   # grants, tokens, clients
-//   [vars] OAUTH_PROVIDER = "workers-oauth-provider"         # the Rust side trusts ctx.props
+//   [vars] OAUTH_WRAPPER = "workers-oauth-provider"         # the Rust side trusts ctx.props
 //   [vars] MCP_RESOURCE = "https://mcp.example.com/mcp"      # your public /mcp URL
 //   the MCP_OBJECTS Durable Object binding, as for any durable-mcp Worker.
 //

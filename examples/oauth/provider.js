@@ -6,7 +6,7 @@
 // the token endpoint (/token, with refresh tokens) and the 401 challenges.
 // It checks every bearer token on /mcp, then calls the Rust Worker with the
 // grant's props as `ctx.props`; the Rust Worker, with the var
-// OAUTH_PROVIDER = "workers-oauth-provider", takes them as the caller.
+// OAUTH_WRAPPER = "workers-oauth-provider", takes them as the caller.
 // /authorize is ours: the tiny sign-in and consent page below.
 //
 // index.js wires it to your Worker's build output; nothing here names it.
@@ -38,10 +38,9 @@ export function withBuiltinOAuth(RustWorker, { apiRoute = '/mcp' } = {}) {
       const options = {
         apiRoute,
         apiHandler: RustWorker,
-        // Our own page. The provider would hand it its helpers as
-        // env.OAUTH_PROVIDER, but that name is the Rust Worker's mode var
-        // here (a string, which the provider leaves alone), so we get the
-        // helpers with getOAuthApi() instead.
+        // Our own page, given the provider's helpers through getOAuthApi()
+        // (the provider also sets env.OAUTH_PROVIDER, unless a var of that
+        // name exists: the explicit call works either way).
         defaultHandler: { fetch: (req, env) => authorize(req, getOAuthApi(options, env)) },
         authorizeEndpoint: '/authorize',
         tokenEndpoint: '/token',

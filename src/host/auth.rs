@@ -141,7 +141,7 @@ fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -
     Authenticated::Yes
 }
 
-/// The built-in authorization server's mode (`OAUTH_PROVIDER`):
+/// The built-in authorization server's mode (`OAUTH_WRAPPER`):
 /// `@cloudflare/workers-oauth-provider` in front of the Worker checked the
 /// token and hands over what its login stored (`props`, as JSON); that is
 /// the caller. A request without it (one that did not come through the
@@ -153,7 +153,22 @@ pub fn authenticate_props(
 ) -> Result<(), Reply> {
     req.headers
         .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
-    if !server.config.oauth_props || req.path != "/mcp" || req.method == "OPTIONS" {
+    if !server.config.oauth_props {
+        // A wrapper hands over a caller this server would ignore: every
+        // user would look the same. Refused, as any misconfiguration is.
+        // (The runtime's own `ctx.props` is an empty object: no caller.)
+        if props.and_then(Caller::from_props).is_some() {
+            return Err(Reply::new(error_response(
+                &McpError::internal(
+                    "Internal error: the server is misconfigured (a wrapper hands it a \
+                     signed-in caller, ctx.props, but OAUTH_WRAPPER is not set)",
+                ),
+                None,
+            )));
+        }
+        return Ok(());
+    }
+    if req.path != "/mcp" || req.method == "OPTIONS" {
         return Ok(());
     }
     // The same refusal the server makes for a request with no caller.

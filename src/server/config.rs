@@ -25,7 +25,7 @@ pub struct Config {
     pub api_tokens: Vec<(String, String)>,
     /// OAuth 2.1 resource server (`OAUTH_ISSUER` …); `None`: off.
     pub oauth: Option<crate::auth::OAuthConfig>,
-    /// `OAUTH_PROVIDER=workers-oauth-provider`: Cloudflare's
+    /// `OAUTH_WRAPPER=workers-oauth-provider`: Cloudflare's
     /// `@cloudflare/workers-oauth-provider` wraps this Worker and has
     /// checked every token; the caller is what it hands the Worker
     /// (`ctx.props`).
@@ -105,7 +105,7 @@ impl Config {
     ///   serve rather than run open)
     /// - `OAUTH_ISSUER` (turns OAuth on), `OAUTH_AUDIENCE`, `OAUTH_JWKS_URL`,
     ///   `OAUTH_SCOPES`: see [`crate::auth::OAuthConfig::from_lookup`]
-    /// - `OAUTH_PROVIDER`: `workers-oauth-provider` when that library wraps
+    /// - `OAUTH_WRAPPER`: `workers-oauth-provider` when that library wraps
     ///   the Worker (the built-in authorization server)
     /// - `FIXTURES`: `1` serves the conformance fixtures
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
@@ -155,18 +155,16 @@ impl Config {
             c.api_tokens = crate::auth::parse_api_tokens(&v)?;
         }
         c.oauth = crate::auth::OAuthConfig::from_lookup(&get)?;
-        match get("OAUTH_PROVIDER").as_deref().map(str::trim) {
+        match get("OAUTH_WRAPPER").as_deref().map(str::trim) {
             None => {}
             Some("workers-oauth-provider") if c.oauth.is_none() => c.oauth_props = true,
             Some("workers-oauth-provider") => {
-                return Err(
-                    "OAUTH_PROVIDER and OAUTH_ISSUER are both set: the built-in \
+                return Err("OAUTH_WRAPPER and OAUTH_ISSUER are both set: the built-in \
                             authorization server checks its own tokens; set one"
-                        .into(),
-                )
+                    .into())
             }
             Some(_) => {
-                return Err("OAUTH_PROVIDER must be \"workers-oauth-provider\"".into());
+                return Err("OAUTH_WRAPPER must be \"workers-oauth-provider\"".into());
             }
         }
         if let Some(n) = num("SESSION_TTL_SECONDS")? {
@@ -233,11 +231,11 @@ mod tests {
                     .map(|(_, v)| v.to_string())
             })
         };
-        let props = with_all(&[("OAUTH_PROVIDER", "workers-oauth-provider")]);
+        let props = with_all(&[("OAUTH_WRAPPER", "workers-oauth-provider")]);
         assert!(props.is_ok_and(|c| c.oauth_props && c.oauth.is_none()));
-        assert!(with_all(&[("OAUTH_PROVIDER", "other")]).is_err());
+        assert!(with_all(&[("OAUTH_WRAPPER", "other")]).is_err());
         assert!(with_all(&[
-            ("OAUTH_PROVIDER", "workers-oauth-provider"),
+            ("OAUTH_WRAPPER", "workers-oauth-provider"),
             ("OAUTH_ISSUER", "https://id.example")
         ])
         .is_err());

@@ -63,12 +63,11 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
     let now = request_env();
     let mut http = to_http_head(&req, &isolate.client_headers);
     // The built-in authorization server in front checked the token; the
-    // caller is what it hands over (`ctx.props`).
-    if server.config.oauth_props {
-        let props = props_of(&ctx);
-        if let Err(reply) = host::authenticate_props(server, &mut http, props.as_deref()) {
-            return settle(to_web_response(reply.response));
-        }
+    // caller is what it hands over (`ctx.props`). Read on every request:
+    // props arriving while that mode is off are refused, not ignored.
+    let props = props_of(&ctx);
+    if let Err(reply) = host::authenticate_props(server, &mut http, props.as_deref()) {
+        return settle(to_web_response(reply.response));
     }
     // OAuth: the token is checked before the request is routed anywhere;
     // at once when its signature verified lately, else after a key fetch

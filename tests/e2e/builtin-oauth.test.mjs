@@ -3,7 +3,7 @@
 // `wrangler dev` with tests/e2e/builtin-oauth/wrangler.toml). The official
 // v2 client finds it from the 401, registers (RFC 7591), signs a user in on
 // our own page, and calls tools as that user; the Rust Worker knows the
-// caller only from ctx.props (OAUTH_PROVIDER = "workers-oauth-provider").
+// caller only from ctx.props (OAUTH_WRAPPER = "workers-oauth-provider").
 // Access tokens live 60 s here (ACCESS_TOKEN_TTL_SECONDS, the library's
 // minimum), so one test lets a token expire during a paused call.
 import { after, before, describe, test } from 'node:test';

@@ -236,7 +236,7 @@ fn no_caller_header_from_a_client_is_believed() {
     assert_error(&r, 401, -32600);
 }
 
-/// `OAUTH_PROVIDER=workers-oauth-provider`: the library in front checked the
+/// `OAUTH_WRAPPER=workers-oauth-provider`: the library in front checked the
 /// token; the caller is what it hands over, and nothing else gets in.
 #[test]
 fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
@@ -307,4 +307,18 @@ fn a_token_verified_once_skips_the_signature_check_but_not_its_claims() {
     h.now_ms += durable_mcp::auth::JWKS_MAX_AGE_MS;
     let again = call_as(&mut h, Some(&t), "whoami", json!({}));
     assert_error(&again, 401, -32600);
+}
+
+/// Props handed over while the wrapper mode is off would make every user
+/// the same caller: refused as a misconfiguration.
+#[test]
+fn props_without_the_wrapper_mode_refuse_to_serve() {
+    let mut h = Harness::new();
+    h.props = Some(r#"{"sub":"ada"}"#.into());
+    let r = call_as(&mut h, None, "whoami", json!({}));
+    assert_error(&r, 500, -32603);
+    assert!(r.json["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("OAUTH_WRAPPER"));
 }
