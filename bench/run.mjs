@@ -607,7 +607,7 @@ async function main() {
     errors: rs.reduce((a, r) => a + r.errors, 0),
   }));
   const sizes = {};
-  for (const w of WORKERS) {
+  for (const w of WORKERS.filter((x) => !x.bundleOf)) {
     const wasm = readdirSync(w.out ?? join(OUT, w.name)).filter((f) => f.endsWith('.wasm'));
     if (wasm.length) {
       const bytes = readFileSync(join(w.out ?? join(OUT, w.name), wasm[0]));

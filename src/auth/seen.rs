@@ -1,43 +1,49 @@
-//! Tokens whose signature verified lately, so the same token on the next
-//! request skips the signature check (a WebCrypto call that must wait) and
-//! the request can be answered synchronously. Only a digest of each token
-//! is kept, in memory, per isolate; its claims are checked again on every
-//! request, as for a new token.
+//! Tokens that checked out lately, so the same token on the next request
+//! is not taken apart and verified again (a WebCrypto call that must wait):
+//! the request is answered synchronously. Only a digest of each token is
+//! kept, in memory, per isolate, with the caller it stood for, until the
+//! token expires or the key set that verified it would be fetched again,
+//! whichever is first (nothing else in its claims changes with time: `nbf`
+//! had passed when it was checked).
 
 use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
+use super::Caller;
+
 /// At most this many tokens are remembered (then the expired ones go, or
 /// all of them).
 const CAPACITY: usize = 4096;
 
-/// Signatures that verified, by token digest, each until when it counts.
+/// Tokens that checked out, by digest: until when, and for whom.
 #[derive(Debug, Default)]
 pub struct SeenTokens {
-    until: HashMap<[u8; 32], u64>,
+    until: HashMap<[u8; 32], (u64, Caller)>,
 }
 
 impl SeenTokens {
-    /// Whether `token`'s signature verified and still counts at `now_ms`.
-    pub fn knows(&self, token: &str, now_ms: u64) -> bool {
+    /// The caller `token` stood for, if it checked out and still counts at
+    /// `now_ms`.
+    pub fn get(&self, token: &str, now_ms: u64) -> Option<&Caller> {
         self.until
             .get(&digest(token))
-            .is_some_and(|until| now_ms < *until)
+            .filter(|(until, _)| now_ms < *until)
+            .map(|(_, caller)| caller)
     }
 
-    /// Records that `token`'s signature verified, counting until `until_ms`
-    /// (the caller passes the earlier of the token's expiry and the key
-    /// set's age limit, so a key the issuer removed stops counting when the
-    /// key set would be fetched again).
-    pub fn remember(&mut self, token: &str, until_ms: u64, now_ms: u64) {
+    /// Records that `token` checked out as `caller`, counting until
+    /// `until_ms` (the earlier of the token's expiry and the key set's age
+    /// limit, so a key the issuer removed stops counting when the key set
+    /// would be fetched again).
+    pub fn remember(&mut self, token: &str, caller: Caller, until_ms: u64, now_ms: u64) {
         if self.until.len() >= CAPACITY {
-            self.until.retain(|_, until| now_ms < *until);
+            self.until.retain(|_, (until, _)| now_ms < *until);
             if self.until.len() >= CAPACITY {
                 self.until.clear();
             }
         }
-        self.until.insert(digest(token), until_ms);
+        self.until.insert(digest(token), (until_ms, caller));
     }
 }
 
@@ -52,13 +58,14 @@ mod tests {
     #[test]
     fn a_verified_token_counts_until_its_limit_and_no_other_token_does() {
         let mut seen = SeenTokens::default();
-        assert!(!seen.knows("a.b.c", 0));
-        seen.remember("a.b.c", 1_000, 0);
-        assert!(seen.knows("a.b.c", 999));
-        assert!(!seen.knows("a.b.c", 1_000));
-        assert!(!seen.knows("a.b.d", 10));
+        let ada = Caller::api_token("ada");
+        assert!(seen.get("a.b.c", 0).is_none());
+        seen.remember("a.b.c", ada.clone(), 1_000, 0);
+        assert_eq!(seen.get("a.b.c", 999), Some(&ada));
+        assert!(seen.get("a.b.c", 1_000).is_none());
+        assert!(seen.get("a.b.d", 10).is_none());
         for i in 0..CAPACITY + 10 {
-            seen.remember(&format!("t{i}"), 5_000, 2_000);
+            seen.remember(&format!("t{i}"), ada.clone(), 5_000, 2_000);
         }
         assert!(seen.until.len() <= CAPACITY);
     }

@@ -280,19 +280,23 @@ fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
     );
 }
 
-/// A token whose signature verified is not verified again on its next
-/// request (the Worker then answers without waiting on WebCrypto), but its
-/// claims are: it still expires, and the memory lasts no longer than the
-/// key set would.
+/// A token that checked out is not taken apart and verified again on its
+/// next request (the Worker then answers without waiting on WebCrypto), but
+/// it still expires, and the memory lasts no longer than the key set would.
 #[test]
-fn a_token_verified_once_skips_the_signature_check_but_not_its_claims() {
+fn a_token_that_checked_out_is_remembered_until_it_expires_or_the_key_set_ages() {
     let mut h = server();
-    // Valid for an hour: only the key set's age limit can end it below.
+    let now = h.now_ms / 1000;
     let mut long = claims(&h, "ada", "mcp:read");
-    long["exp"] = json!(h.now_ms / 1000 + 3600);
-    let t = test_token("test-key", &long);
-    assert_eq!(call_as(&mut h, Some(&t), "whoami", json!({})).status, 200);
-    // The issuer "removes" every key: a new token fails, the seen one passes.
+    long["exp"] = json!(now + 3600);
+    let long = test_token("test-key", &long);
+    let mut short = claims(&h, "ada", "mcp:read");
+    short["exp"] = json!(now + 100);
+    let short = test_token("test-key", &short);
+    for t in [&long, &short] {
+        assert_eq!(call_as(&mut h, Some(t), "whoami", json!({})).status, 200);
+    }
+    // The issuer "removes" every key: a new token fails, the seen ones pass.
     h.verifier = Box::new(durable_mcp::testing::TestKeys {
         valid_kids: Vec::new(),
     });
@@ -302,11 +306,28 @@ fn a_token_verified_once_skips_the_signature_check_but_not_its_claims() {
         401,
         -32600,
     );
-    assert_eq!(call_as(&mut h, Some(&t), "whoami", json!({})).status, 200);
-    // Past the key set's age limit it is checked again (and now fails).
+    assert_eq!(
+        call_as(&mut h, Some(&long), "whoami", json!({})).status,
+        200
+    );
+    // Past its own expiry the short one is refused, remembered or not.
+    h.now_ms += 101_000;
+    assert_error(
+        &call_as(&mut h, Some(&short), "whoami", json!({})),
+        401,
+        -32600,
+    );
+    assert_eq!(
+        call_as(&mut h, Some(&long), "whoami", json!({})).status,
+        200
+    );
+    // Past the key set's age limit the long one is checked again (and fails).
     h.now_ms += durable_mcp::auth::JWKS_MAX_AGE_MS;
-    let again = call_as(&mut h, Some(&t), "whoami", json!({}));
-    assert_error(&again, 401, -32600);
+    assert_error(
+        &call_as(&mut h, Some(&long), "whoami", json!({})),
+        401,
+        -32600,
+    );
 }
 
 /// Props handed over while the wrapper mode is off would make every user
