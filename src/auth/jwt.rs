@@ -140,12 +140,18 @@ impl Jwt {
         let client_id = text("client_id")
             .or_else(|| text("azp"))
             .map(str::to_string);
-        Ok(Caller::new(
+        let mut caller = Caller::new(
             config.issuer.clone(),
             subject.to_string(),
             client_id,
             scopes,
-        ))
+        );
+        caller.claims = config
+            .claims
+            .iter()
+            .filter_map(|k| c.get(k).map(|v| (k.clone(), v.clone())))
+            .collect();
+        Ok(caller)
     }
 }
 
@@ -172,6 +178,10 @@ pub struct Caller {
     /// The scopes the token grants.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub scopes: Vec<String>,
+    /// The token's claims the server was told to pass on (`OAUTH_CLAIMS`:
+    /// `email`, `name` …), as the token has them.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub claims: Map<String, Value>,
 }
 
 impl Caller {
@@ -223,6 +233,7 @@ impl Caller {
             subject,
             client_id,
             scopes,
+            claims: Map::new(),
         }
     }
 }

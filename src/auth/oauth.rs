@@ -25,6 +25,9 @@ pub struct OAuthConfig {
     /// Clock skew allowed on `exp` and `nbf`, in ms (`OAUTH_CLOCK_SKEW_SECONDS`,
     /// default 60 s).
     pub skew_ms: u64,
+    /// Claims of the token a tool can read through `cx.caller().claims`
+    /// (`OAUTH_CLAIMS`, comma-separated: `email,name`, say).
+    pub claims: Vec<String>,
     /// How long fetched signing keys are used before the key set is fetched
     /// again, in ms (`OAUTH_JWKS_TTL_SECONDS`, default 300 s): the longest a
     /// key the issuer removed still verifies.
@@ -38,6 +41,7 @@ impl Default for OAuthConfig {
             audience: None,
             jwks_url: None,
             scopes: Vec::new(),
+            claims: Vec::new(),
             skew_ms: SKEW_MS,
             jwks_max_age_ms: JWKS_MAX_AGE_MS,
         }
@@ -55,6 +59,7 @@ impl OAuthConfig {
                 "OAUTH_AUDIENCE",
                 "OAUTH_JWKS_URL",
                 "OAUTH_SCOPES",
+                "OAUTH_CLAIMS",
                 "OAUTH_CLOCK_SKEW_SECONDS",
                 "OAUTH_JWKS_TTL_SECONDS",
             ] {
@@ -92,6 +97,9 @@ impl OAuthConfig {
             audience,
             jwks_url,
             scopes,
+            claims: get("OAUTH_CLAIMS")
+                .map(|s| parse_scopes(&s.replace(',', " ")))
+                .unwrap_or_default(),
             skew_ms: seconds("OAUTH_CLOCK_SKEW_SECONDS", SKEW_MS)?,
             jwks_max_age_ms: seconds("OAUTH_JWKS_TTL_SECONDS", JWKS_MAX_AGE_MS)?,
         }))

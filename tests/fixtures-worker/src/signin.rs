@@ -31,6 +31,7 @@ async fn whoami(cx: &mut Cx, _: NoArgs) -> Result<CallToolResult, ToolError> {
             "clientId": c.client_id,
             "scopes": c.scopes,
             "issuer": c.issuer,
+            "claims": c.claims,
         })
         .to_string(),
     ))

@@ -343,3 +343,33 @@ fn props_without_the_wrapper_mode_refuse_to_serve() {
         .unwrap_or_default()
         .contains("OAUTH_WRAPPER"));
 }
+
+/// The claims named in `OAUTH_CLAIMS` reach the tool with the caller; no
+/// others do.
+#[test]
+fn a_tool_reads_the_claims_it_was_given() {
+    let mut h = Harness::with_config(|c| {
+        c.oauth = Some(OAuthConfig {
+            issuer: ISSUER.into(),
+            claims: vec!["email".into()],
+            ..OAuthConfig::default()
+        });
+    });
+    let mut c = claims(&h, "ada", "mcp:read");
+    c["email"] = json!("ada@example.com");
+    c["secret"] = json!("not for tools");
+    let t = test_token("test-key", &c);
+    let r = call_as(&mut h, Some(&t), "whoami", json!({}));
+    let who: Value = serde_json::from_str(
+        r.json["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or("{}"),
+    )
+    .unwrap_or_default();
+    assert_eq!(
+        who["claims"],
+        json!({"email": "ada@example.com"}),
+        "{}",
+        r.json
+    );
+}

@@ -169,3 +169,69 @@ fn without_opt_in_a_bare_call_is_refused() {
     );
     assert_error(&r, 400, -32602);
 }
+
+/// The saga and sketch wires hold answers to the same rule: right keys,
+/// wrong types is `-32602`, and the corrected answer then goes on.
+#[test]
+fn wrong_typed_answers_on_the_seed_wires_are_refused_and_the_corrected_ones_go_on() {
+    let mut h = Harness::new();
+    let r = seed_post(
+        &mut h,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/callSaga",
+        "params": {"name": "deploy", "arguments": {"service": "api"}}}),
+    );
+    let token = r.json["result"]["sagaToken"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let resume = |h: &mut TestServer, target: Value| {
+        seed_post(
+            h,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/resumeSaga",
+            "params": {"sagaToken": token, "completedSteps": [{"stepId": "target",
+                "result": {"action": "accept", "content": {"target": target}}}]}}),
+        )
+    };
+    assert_error(&resume(&mut h, json!("mars")), 400, -32602);
+    assert_error(&resume(&mut h, json!(5)), 400, -32602);
+    let ok = resume(&mut h, json!("staging"));
+    assert_eq!(ok.json["result"]["state"], "suspended", "{}", ok.json);
+    assert_eq!(ok.json["result"]["steps"][0]["type"], "sampling");
+
+    let call = json!({"name": "test_input_required_result_multiple_inputs", "arguments": {}});
+    let r = seed_post(
+        &mut h,
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": call,
+        "dependent_responses": {}}),
+    );
+    let state = r.json["requestState"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let retry = |h: &mut TestServer, greeting: Value| {
+        seed_post(
+            h,
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": call,
+            "requestState": state,
+            "dependent_responses": {
+                "user_name": {"result": {"action": "accept", "content": {"name": "octocat"}}},
+                "greeting": {"result": greeting},
+                "client_roots": {"result": {"roots": []}}
+            }}),
+        )
+    };
+    assert_error(
+        &retry(&mut h, json!({"role": "assistant", "content": "Hi!"})),
+        400,
+        -32602,
+    );
+    let done = retry(
+        &mut h,
+        json!({"role": "assistant", "content": {"type": "text", "text": "Hi!"}}),
+    );
+    assert_eq!(
+        done.json["result"]["content"][0]["text"], "Name: octocat; Greeting: Hi!; Roots: 0",
+        "{}",
+        done.json
+    );
+}
