@@ -3,7 +3,8 @@
 #   1. cargo fmt --check and cargo clippy, natively and for the Worker
 #      target (style gates)
 #   2. cargo test --workspace: the sans-IO core, the fixtures worker through
-#      the test server, the quickstart's tests, the guide's doctests
+#      the test server, the quickstart's tests, the guide's doctests; then
+#      both crates packaged as a registry gets them (scripts/package-check.sh)
 #   3. the fixtures worker build
 #   4. end-to-end tests (node --test tests/e2e) against wrangler dev instances
 #      they start themselves (free port, fresh --persist-to, stopped by PID),
@@ -68,6 +69,7 @@ gate "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warning
 # The Worker glue is compiled for wasm32 only: lint it there too.
 gate "cargo clippy (wasm32)" cargo clippy --workspace --exclude durable-mcp-client --target wasm32-unknown-unknown --quiet -- -D warnings
 suite "cargo test" cargo_counts cargo test --workspace
+gate "crates package (cargo publish --dry-run, allow-listed files)" bash scripts/package-check.sh
 gate "worker build" bash scripts/build.sh fixtures
 if [ -f "$FIXTURES_DIR/build/worker/shim.mjs" ]; then
   # Node 22 for the tests and the tools they start.

@@ -177,6 +177,13 @@ pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, 
     if now_ms >= claims.exp {
         return Err(refused("expired"));
     }
+    if claims
+        .journal
+        .as_ref()
+        .is_some_and(|j| j.readable().is_err())
+    {
+        return Err(refused("issued by a newer release"));
+    }
     Ok(claims)
 }
 

@@ -291,3 +291,8 @@ impl Drop for Client {
         self.close();
     }
 }
+
+/// The README's example compiles too.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;

@@ -144,6 +144,20 @@ impl Journal {
         }
     }
 
+    /// Whether this release reads this journal: its format `v` is one this
+    /// release knows (older formats stay readable; a newer one was written
+    /// by a newer deploy and is refused, not misread).
+    pub fn readable(&self) -> Result<(), McpError> {
+        if self.v == 0 || self.v > JOURNAL_VERSION {
+            return Err(McpError::internal(format!(
+                "a paused call's journal has format {} and this release reads up to {JOURNAL_VERSION}: \
+                 it was written by a newer release",
+                self.v
+            )));
+        }
+        Ok(())
+    }
+
     /// This journal as a sealed token keeps it: each pending request that
     /// goes to the client holds its digest instead of its params. Only the
     /// next round's answers are matched against it, and the replay asks

@@ -540,14 +540,7 @@ pub(crate) async fn run_target(
         Target::Tool(t) => {
             // The scopes a call of this tool needs, checked before its body
             // runs (OAuth callers only; see `Cx::require_scopes`).
-            let mut scopes: Vec<String> = server
-                .config
-                .oauth
-                .iter()
-                .flat_map(|o| o.scopes.iter().cloned())
-                .collect();
-            scopes.extend(t.scopes.iter().cloned());
-            let cx = cx.with_base_scopes(scopes);
+            let cx = cx.with_base_scopes(server.tool_scopes(t));
             if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
                 return Run {
                     outcome: Outcome::Error(e),

@@ -331,15 +331,26 @@ impl Server {
             })
     }
 
+    /// The scopes every request needs (`OAUTH_SCOPES`).
+    fn server_scopes(&self) -> Vec<String> {
+        self.config
+            .oauth
+            .as_ref()
+            .map(|o| o.scopes.clone())
+            .unwrap_or_default()
+    }
+
+    /// The scopes a call of `tool` needs: the server-wide ones and its own.
+    pub fn tool_scopes(&self, tool: &crate::app::Tool) -> Vec<String> {
+        let mut scopes = self.server_scopes();
+        scopes.extend(tool.scopes.iter().cloned());
+        scopes
+    }
+
     /// Every scope this server asks for: the server-wide ones and each
     /// tool's (what the metadata lists as `scopes_supported`).
     pub fn scopes_supported(&self) -> Vec<String> {
-        let mut all: Vec<String> = self
-            .config
-            .oauth
-            .iter()
-            .flat_map(|o| o.scopes.iter().cloned())
-            .collect();
+        let mut all = self.server_scopes();
         for tool in &self.registry.tools {
             all.extend(tool.scopes.iter().cloned());
         }

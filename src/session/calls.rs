@@ -49,14 +49,7 @@ pub(super) async fn start(
         // A token without the tool's scopes is refused before the call
         // starts: 403 with the challenge, so the client steps up and sends
         // the call again.
-        let mut needed: Vec<String> = server
-            .config
-            .oauth
-            .iter()
-            .flat_map(|o| o.scopes.iter().cloned())
-            .collect();
-        needed.extend(t.scopes.iter().cloned());
-        crate::auth::require(&turn.caller, &turn.resource, &needed)?;
+        crate::auth::require(&turn.caller, &turn.resource, &server.tool_scopes(t))?;
         if t.task_support() == Some(crate::app::TaskSupport::Required) {
             return Err(crate::server::task::extension_required(&format!(
                 "The tool {:?}",

@@ -54,6 +54,72 @@ pub struct StoredReply {
     pub reply: serde_json::Value,
 }
 
+/// A stored call as the columns of its row (what the Worker's SQLite
+/// table holds): the one place the row format is written and read, so a
+/// test can hold a row written today and read it with tomorrow's code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRow {
+    /// `version` (the round).
+    pub version: i64,
+    /// `status`: `awaiting_input`, `running` or `completed`.
+    pub status: String,
+    /// `claimed_at` (ms).
+    pub claimed_at: i64,
+    /// `journal`: the journal as JSON (it carries its own format version,
+    /// `v`).
+    pub journal: String,
+    /// `reply`: the last answered round's reply as JSON, if any.
+    pub reply: Option<String>,
+    /// `updated_at` (ms).
+    pub updated_at: i64,
+}
+
+impl CallRow {
+    /// The row a call is stored as.
+    pub fn of(call: &StoredCall) -> Result<Self, McpError> {
+        let status = serde_json::to_value(call.status).map_err(row_error)?;
+        Ok(Self {
+            version: i64::from(call.version),
+            status: status.as_str().unwrap_or("running").to_string(),
+            claimed_at: i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX),
+            journal: serde_json::to_string(&call.journal).map_err(row_error)?,
+            reply: call
+                .last_reply
+                .as_ref()
+                .map(serde_json::to_string)
+                .transpose()
+                .map_err(row_error)?,
+            updated_at: i64::try_from(call.updated_ms).unwrap_or(i64::MAX),
+        })
+    }
+
+    /// The call a row holds. A journal of a newer format than this release
+    /// reads is refused (it was written by a newer deploy: rolled back, this
+    /// one would misread it), never guessed at.
+    pub fn call(self) -> Result<StoredCall, McpError> {
+        let status: CallStatus =
+            serde_json::from_value(serde_json::Value::String(self.status)).map_err(row_error)?;
+        let journal: Journal = serde_json::from_str(&self.journal).map_err(row_error)?;
+        journal.readable()?;
+        Ok(StoredCall {
+            version: u32::try_from(self.version).unwrap_or(0),
+            status,
+            claimed_at_ms: u64::try_from(self.claimed_at).unwrap_or(0),
+            journal,
+            last_reply: self
+                .reply
+                .map(|r| serde_json::from_str(&r))
+                .transpose()
+                .map_err(row_error)?,
+            updated_ms: u64::try_from(self.updated_at).unwrap_or(0),
+        })
+    }
+}
+
+fn row_error(e: serde_json::Error) -> McpError {
+    McpError::internal(format!("storage: a stored call does not read: {e}"))
+}
+
 /// Storage of durable calls by call id. One object holds the calls of its
 /// shard (`CALL_SHARDS`), or a single call when calls are not sharded.
 pub trait CallStore {

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::error::McpError;
-use crate::store::{CallStatus, CallStore, StoredCall};
+use crate::store::{CallRow, CallStore, StoredCall};
 
 /// A [`CallStore`] over the object's SQLite database: a row per call, keyed
 /// by call id (a shard's object holds many). `exec` is synchronous, so
@@ -85,28 +85,23 @@ impl CallStore for SqliteStore<'_> {
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        let status: CallStatus =
-            serde_json::from_value(serde_json::Value::String(row.status)).map_err(storage_error)?;
-        Ok(Some(StoredCall {
-            version: row.version as u32,
-            status,
-            claimed_at_ms: row.claimed_at as u64,
-            journal: serde_json::from_str(&row.journal).map_err(storage_error)?,
-            last_reply: row
-                .reply
-                .map(|r| serde_json::from_str(&r))
-                .transpose()
-                .map_err(storage_error)?,
-            updated_ms: row.updated_at as u64,
-        }))
+        CallRow {
+            version: row.version as i64,
+            status: row.status,
+            claimed_at: row.claimed_at as i64,
+            journal: row.journal,
+            reply: row.reply,
+            updated_at: row.updated_at as i64,
+        }
+        .call()
+        .map(Some)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
         self.ensure()?;
-        let status = serde_json::to_value(call.status).map_err(storage_error)?;
-        let journal = serde_json::to_string(&call.journal).map_err(storage_error)?;
-        let reply = match &call.last_reply {
-            Some(r) => SqlStorageValue::from(serde_json::to_string(r).map_err(storage_error)?),
+        let row = CallRow::of(call)?;
+        let reply = match row.reply {
+            Some(r) => SqlStorageValue::from(r),
             None => SqlStorageValue::Null,
         };
         self.sql
@@ -114,12 +109,12 @@ impl CallStore for SqliteStore<'_> {
                 "INSERT OR REPLACE INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 vec![
                     SqlStorageValue::from(id.to_string()),
-                    SqlStorageValue::from(i64::from(call.version)),
-                    SqlStorageValue::from(status.as_str().unwrap_or("running").to_string()),
-                    int(call.claimed_at_ms),
-                    SqlStorageValue::from(journal),
+                    SqlStorageValue::from(row.version),
+                    SqlStorageValue::from(row.status),
+                    SqlStorageValue::from(row.claimed_at),
+                    SqlStorageValue::from(row.journal),
                     reply,
-                    int(call.updated_ms),
+                    SqlStorageValue::from(row.updated_at),
                 ],
             )
             .map(|_| ())

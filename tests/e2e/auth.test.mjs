@@ -8,10 +8,10 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { send, post, rawHttp } from './modern.mjs';
 import { startServer, VIA } from './server.mjs';
+import { objectFiles } from './workerd.mjs';
 
 const running = new Set();
 async function server(opts = {}) {
@@ -38,20 +38,6 @@ async function initialize(url) {
 
 const ping = (url, sid) => post(url, { ...SESSION_HEADERS, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' },
   { jsonrpc: '2.0', id: 9, method: 'ping' });
-
-/** The objects' SQLite files under a persist directory (wrangler's or workerd's layout). */
-function objectFiles(dir) {
-  const out = [];
-  const walk = (d) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.sqlite') && e.name !== 'metadata.sqlite') out.push(p);
-    }
-  };
-  if (existsSync(dir)) walk(dir);
-  return out.sort();
-}
 
 describe(`a session DELETE with no body (${VIA})`, () => {
   test('curl -X DELETE (no body, no Content-Length) ends the session: 204, then 404', async () => {

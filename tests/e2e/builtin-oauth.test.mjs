@@ -10,7 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { connectWithOAuth, makeAuthProvider } from './oauth/client.mjs';
+import { connectWithOAuth, makeAuthProvider, recorder } from './oauth/client.mjs';
 import { playBuiltinUser } from './builtin-oauth/user.mjs';
 import { MODERN, send } from './modern.mjs';
 import { startWrangler } from './wrangler.mjs';
@@ -45,21 +45,6 @@ before(async () => {
 after(async () => {
   await server?.stop();
 });
-
-/** A recording fetch: every request's method, status and JSON body. */
-function recorder() {
-  const wire = [];
-  const fetchFn = async (input, init = {}) => {
-    let body = null;
-    try { body = typeof init.body === 'string' ? JSON.parse(init.body) : null; } catch { /* not JSON */ }
-    const r = await fetch(input, init);
-    const auth = new Headers(init.headers).get('authorization');
-    wire.push({ method: init.method ?? 'GET', url: String(input), status: r.status, body, auth,
-      challenge: r.headers.get('www-authenticate') });
-    return r;
-  };
-  return { wire, fetchFn };
-}
 
 /** Signs `sub` in on the built-in page with the official v2 client, 2026-07-28 pinned. */
 async function signIn(sub, { onElicit, onSample, deny = false } = {}) {

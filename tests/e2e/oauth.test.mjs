@@ -15,7 +15,7 @@ import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextproto
 import { ElicitRequestSchema, CreateMessageRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { UnauthorizedError as V1Unauthorized } from '@modelcontextprotocol/sdk/client/auth.js';
 import { startProvider } from './oauth/provider.mjs';
-import { connectWithOAuth, jwtPayload, makeAuthProvider } from './oauth/client.mjs';
+import { connectWithOAuth, jwtPayload, makeAuthProvider, recorder } from './oauth/client.mjs';
 import { MODERN, send } from './modern.mjs';
 import { startServer, VIA } from './server.mjs';
 
@@ -45,21 +45,6 @@ after(async () => {
   await server?.stop();
   await op?.stop();
 });
-
-/** A recording fetch: every request's method, status and JSON body. */
-function recorder() {
-  const wire = [];
-  const fetchFn = async (input, init = {}) => {
-    let body = null;
-    try { body = typeof init.body === 'string' ? JSON.parse(init.body) : null; } catch { /* not JSON */ }
-    const r = await fetch(input, init);
-    const auth = new Headers(init.headers).get('authorization');
-    wire.push({ method: init.method ?? 'GET', url: String(input), status: r.status, body, auth,
-      challenge: r.headers.get('www-authenticate') });
-    return r;
-  };
-  return { wire, fetchFn };
-}
 
 /** Signs `sub` in with the official v2 client, 2026-07-28 pinned, with handlers. */
 async function signIn(sub, { onElicit, onSample } = {}) {

@@ -4,13 +4,13 @@
 // of wrangler dev, the resume policy's maxWait and the session's idle TTL.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 import { freshPersistDir } from './wrangler.mjs';
 import { startServer, VIA } from './server.mjs';
+import { objectFiles } from './workerd.mjs';
 import { parseSse, SseReader, TIMEOUT } from './sse.mjs';
 
 const SESSION = '2025-11-25';
@@ -496,23 +496,6 @@ test('a request not resumed within maxWait is cancelled', { timeout: 120_000 }, 
     await server.stop();
   }
 });
-
-/**
- * The objects' SQLite files under the persist directory: wrangler dev keeps
- * them in v3/do/<worker>-McpObject, plain workerd in its localDisk.
- */
-function objectFiles(persistTo) {
-  const out = [];
-  const walk = (dir) => {
-    for (const e of readdirSync(dir, { withFileTypes: true })) {
-      const p = join(dir, e.name);
-      if (e.isDirectory()) walk(p);
-      else if (e.name.endsWith('.sqlite') && e.name !== 'metadata.sqlite') out.push(p);
-    }
-  };
-  if (existsSync(persistTo)) walk(persistTo);
-  return out;
-}
 
 /** What one object's SQLite holds of a session (null tables: absent). */
 function sessionTables(DatabaseSync, file) {

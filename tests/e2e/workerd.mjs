@@ -6,7 +6,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
-import { freePort, freshPersistDir } from './wrangler.mjs';
+import { freePort, freshPersistDir, untilUp } from './wrangler.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
@@ -104,32 +104,24 @@ export async function startWorkerd(opts = {}) {
   const child = spawn(WORKERD, ['serve', config, '--experimental', '--verbose'], {
     cwd: persistTo, detached: true, stdio: ['ignore', log, log],
   });
-  const url = `http://127.0.0.1:${port}/mcp`;
-  const server = {
-    url, port, persistTo, pid: child.pid, logPath, via: 'workerd',
-    kill() {
-      try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
-    },
-    async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((ok) => child.once('exit', ok));
-      try { process.kill(-child.pid, 'SIGTERM'); } catch { return; }
-      const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} }, 5000);
-      await exited;
-      clearTimeout(timer);
-    },
+  return untilUp(child, { url: `http://127.0.0.1:${port}/mcp`, port, persistTo, logPath, via: 'workerd' },
+    { what: 'workerd', deadlineMs: 30_000, everyMs: 100, misconfigured: opts.misconfigured });
+}
+
+/**
+ * The objects' SQLite files under a persist directory, in either layout:
+ * wrangler dev keeps them in v3/do/<worker>-McpObject, plain workerd in its
+ * localDisk (workerd-do/<uniqueKey>).
+ */
+export function objectFiles(persistTo) {
+  const out = [];
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.sqlite') && e.name !== 'metadata.sqlite') out.push(p);
+    }
   };
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) break;
-    try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
-      // Our parse error (or 401 when bearer auth is on; 500 for a test that
-      // misconfigures it on purpose): the worker is up.
-      if (r.status === 400 || r.status === 401 || (opts.misconfigured && r.status === 500)) return server;
-    } catch { /* not listening yet */ }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  await server.stop();
-  throw new Error(`workerd did not come up on ${url}; log:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+  if (existsSync(persistTo)) walk(persistTo);
+  return out.sort();
 }

@@ -83,10 +83,19 @@ async function startOnce(opts) {
       ...(opts.env ?? {}),
     },
   });
-  const url = `http://127.0.0.1:${port}/mcp`;
+  return untilUp(child, { url: `http://127.0.0.1:${port}/mcp`, port, persistTo, logPath },
+    { what: 'wrangler dev', deadlineMs: opts.startupMs ?? 120_000, everyMs: 250, misconfigured: opts.misconfigured });
+}
+
+/**
+ * A started server process (its own process group) as the tests hold it:
+ * `fields` plus its pid, kill() (kill -9 of the group: a crash, no clean
+ * shutdown) and stop(); resolves once /mcp answers, or stops it and throws
+ * with the end of its log.
+ */
+export async function untilUp(child, fields, { what, deadlineMs, everyMs, misconfigured }) {
   const server = {
-    url, port, persistTo, pid: child.pid, logPath,
-    /** kill -9 of wrangler and workerd: a crash, no clean shutdown. */
+    ...fields, pid: child.pid,
     kill() {
       try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
     },
@@ -99,17 +108,17 @@ async function startOnce(opts) {
       clearTimeout(timer);
     },
   };
-  const deadline = Date.now() + (opts.startupMs ?? 120_000);
+  const deadline = Date.now() + deadlineMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) break;
     try {
-      const r = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
+      const r = await fetch(fields.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{' });
       // Our parse error (or 401 when bearer auth is on; 500 for a test that
       // misconfigures it on purpose): the worker is up.
-      if (r.status === 400 || r.status === 401 || (opts.misconfigured && r.status === 500)) return server;
+      if (r.status === 400 || r.status === 401 || (misconfigured && r.status === 500)) return server;
     } catch { /* not listening yet */ }
-    await new Promise((r) => setTimeout(r, 250));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
   await server.stop();
-  throw new Error(`wrangler dev did not come up on ${url}; log:\n${readFileSync(logPath, 'utf8').slice(-4000)}`);
+  throw new Error(`${what} did not come up on ${fields.url}; log:\n${readFileSync(fields.logPath, 'utf8').slice(-4000)}`);
 }

@@ -187,3 +187,21 @@ export async function connectWithOAuth(mcpUrl, authProvider, opts = {}) {
 export function jwtPayload(jwt) {
   return JSON.parse(Buffer.from(jwt.split('.')[1], 'base64url'));
 }
+
+/**
+ * A recording fetch for a transport: every request's method, URL, status,
+ * JSON body, Authorization and WWW-Authenticate, in order.
+ */
+export function recorder() {
+  const wire = [];
+  const fetchFn = async (input, init = {}) => {
+    let body = null;
+    try { body = typeof init.body === 'string' ? JSON.parse(init.body) : null; } catch { /* not JSON */ }
+    const r = await fetch(input, init);
+    const auth = new Headers(init.headers).get('authorization');
+    wire.push({ method: init.method ?? 'GET', url: String(input), status: r.status, body, auth,
+      challenge: r.headers.get('www-authenticate') });
+    return r;
+  };
+  return { wire, fetchFn };
+}

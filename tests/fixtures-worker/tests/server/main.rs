@@ -3,6 +3,7 @@
 //! way the Worker does, with a fake clock.
 //!
 //! - `oauth.rs`: sign-in: metadata, challenges, tokens, refresh and step-up.
+//! - `formats.rs`: what this release stored (format-v1.json) read by later ones.
 //! - `answers.rs`: wrong-typed answers refused, the question left open.
 //! - `modern.rs`: the 2026-07-28 rules, results and MRTR.
 //! - `wires.rs`: the saga methods and the streamless sketch.
@@ -14,6 +15,7 @@
 mod answers;
 mod cost;
 mod durable;
+mod formats;
 mod modern;
 mod oauth;
 mod session;

@@ -46,6 +46,14 @@ fn call_as(h: &mut TestServer, bearer: Option<&str>, name: &str, extra: Value) -
     })
 }
 
+/// What `whoami` said (its text is JSON).
+fn whoami(r: &TestReply) -> Value {
+    let text = r.json["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("{}");
+    serde_json::from_str(text).unwrap_or_default()
+}
+
 fn challenge(r: &TestReply) -> String {
     r.header("www-authenticate").unwrap_or_default().to_string()
 }
@@ -154,12 +162,7 @@ fn every_bad_token_is_a_401_invalid_token() {
     let t = token(&h, "ada", "mcp:read");
     let ok = call_as(&mut h, Some(&t), "whoami", json!({}));
     assert_eq!(ok.status, 200, "{}", ok.json);
-    let who: Value = serde_json::from_str(
-        ok.json["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("{}"),
-    )
-    .unwrap_or_default();
+    let who = whoami(&ok);
     assert_eq!(who["subject"], "ada");
     assert_eq!(who["clientId"], "client-1");
     assert_eq!(who["scopes"], json!(["mcp:read"]));
@@ -246,12 +249,7 @@ fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
     h.props = Some(r#"{"sub":"ada","client_id":"c9","scopes":["mcp:read"]}"#.into());
     let ok = call_as(&mut h, None, "whoami", json!({}));
     assert_eq!(ok.status, 200, "{}", ok.json);
-    let who: Value = serde_json::from_str(
-        ok.json["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("{}"),
-    )
-    .unwrap_or_default();
+    let who = whoami(&ok);
     assert_eq!(who["subject"], "ada");
     assert_eq!(who["clientId"], "c9");
     // A paused call goes on for the same user and no one else.
@@ -360,12 +358,7 @@ fn a_tool_reads_the_claims_it_was_given() {
     c["secret"] = json!("not for tools");
     let t = test_token("test-key", &c);
     let r = call_as(&mut h, Some(&t), "whoami", json!({}));
-    let who: Value = serde_json::from_str(
-        r.json["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap_or("{}"),
-    )
-    .unwrap_or_default();
+    let who = whoami(&r);
     assert_eq!(
         who["claims"],
         json!({"email": "ada@example.com"}),
