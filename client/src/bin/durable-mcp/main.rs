@@ -4,13 +4,17 @@
 //! durable-mcp tools <url> [--wire W]
 //! durable-mcp call <url> <tool> [--arg key=value]... [--args JSON]
 //!                  [--wire auto|modern|session|saga|sketch] [--no-tasks] [--no-chain] [--json]
+//! durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
+//!                 [--durable] [--task] [--oauth]
 //! ```
 //!
 //! Forms the server asks for become prompts, one per field; a sampling
 //! request asks you for the model's reply. Progress and task status show on
 //! stderr. Chained calls (`_meta.nextTool`) are followed, checked. See
-//! `--help` for answering from a pipe.
+//! `--help` for answering from a pipe. `new` writes a new worker crate
+//! (`new.rs`, from the files in `templates/`).
 
+mod new;
 mod prompt;
 
 use std::process::ExitCode;
@@ -24,6 +28,8 @@ durable-mcp — call an MCP server's tools from a terminal
 USAGE
   durable-mcp tools <url> [--wire W]
   durable-mcp call <url> <tool> [--arg key=value]... [--args JSON] [options]
+  durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
+                  [--durable] [--task] [--oauth]
 
 OPTIONS
   --arg key=value   an argument; the value is read as JSON when it parses
@@ -43,24 +49,36 @@ ANSWERING
   the whole form so; an empty line leaves an optional field out. Booleans
   read y/yes/true/1 and n/no/false/0; an enum reads its value or its
   1-based position. For a sampling request, one line: the model's reply.
+";
 
+const EXIT: &str = "\
 EXIT
-  0 success; 1 the tool reported an error (isError); 2 a protocol,
-  transport or chain error; 64 usage.
+  0 success; 1 the tool reported an error (isError), or `new` found its
+  directory not empty or could not write it; 2 a protocol, transport or
+  chain error; 64 usage (a bad option, an invalid name).
 ";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    let outcome = match args.first().map(String::as_str) {
+        Some("new") => new::run(&args[1..]),
+        _ => run(&args),
+    };
+    match outcome {
         Ok(code) => code,
         Err(Usage(m)) => {
-            eprintln!("{m}\n\n{HELP}");
+            eprintln!("{m}\n\n{}", help());
             ExitCode::from(64)
         }
     }
 }
 
 struct Usage(String);
+
+/// The whole help text: the commands, answering, `new`, exit codes.
+fn help() -> String {
+    format!("{HELP}\n{}\n{EXIT}", new::help())
+}
 
 struct Options {
     url: String,
@@ -148,7 +166,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
         .with_tasks(o.tasks);
     let outcome = match command.as_str() {
         "--help" | "-h" | "help" => {
-            print!("{HELP}");
+            print!("{}", help());
             return Ok(ExitCode::SUCCESS);
         }
         "tools" => client.list_tools().map(|tools| {
