@@ -153,9 +153,15 @@ impl SessionStore for SqliteSessionStore<'_> {
             "SELECT json FROM session_calls WHERE stream = ?",
             vec![stream.into()],
         )?;
-        rows.first()
+        let call: Option<SessionCall> = rows
+            .first()
             .map(|j| serde_json::from_str(j).map_err(err))
-            .transpose()
+            .transpose()?;
+        // A journal of a newer format is refused, not misread.
+        if let Some(c) = &call {
+            c.journal.readable()?;
+        }
+        Ok(call)
     }
 
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {

@@ -37,10 +37,16 @@ impl TaskStore for SqliteTaskStore {
         )
         .map_err(storage_error)?
         .unwrap_or_default();
-        rows.into_iter()
+        let task: Option<TaskRecord> = rows
+            .into_iter()
             .next()
             .map(|r| serde_json::from_str(&r.record).map_err(storage_error))
-            .transpose()
+            .transpose()?;
+        // A journal of a newer format is refused, not misread.
+        if let Some(t) = &task {
+            t.journal.readable()?;
+        }
+        Ok(task)
     }
 
     fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
