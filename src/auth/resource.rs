@@ -159,6 +159,9 @@ pub struct Credentials<'a> {
 pub enum Checked {
     /// Decided: the caller, or the refusal.
     Done(Result<Caller, McpError>),
+    /// A token that checked out lately: its caller, and that caller as the
+    /// internal header carries it.
+    Known(Caller, String),
     /// The token's signature must be checked first (its key fetched, a
     /// WebCrypto call): then [`finish`].
     Verify(Box<Jwt>),
@@ -179,8 +182,8 @@ pub fn check(c: Credentials<'_>, seen: &SeenTokens) -> Checked {
     let Some(token) = bearer(c.authorization) else {
         return Checked::Done(Err(unauthorized(Refusal::Missing, c.resource, scopes)));
     };
-    if let Some(caller) = seen.get(token, c.now_ms) {
-        return Checked::Done(Ok(caller.clone()));
+    if let Some((caller, header)) = seen.get(token, c.now_ms) {
+        return Checked::Known(caller.clone(), header.to_string());
     }
     let invalid = || unauthorized(Refusal::InvalidToken, c.resource, scopes);
     let Ok(jwt) = Jwt::parse(token) else {
@@ -246,6 +249,7 @@ pub async fn authenticate(
     let checked = check(c, &seen.borrow());
     match checked {
         Checked::Done(r) => r,
+        Checked::Known(caller, _) => Ok(caller),
         Checked::Verify(jwt) => {
             let verified = verifier.verify(c.config, &jwt, c.now_ms).await;
             finish(c, &jwt, verified, &mut seen.borrow_mut())

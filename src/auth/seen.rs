@@ -16,20 +16,22 @@ use super::Caller;
 /// all of them).
 const CAPACITY: usize = 4096;
 
-/// Tokens that checked out, by digest: until when, and for whom.
+/// Tokens that checked out, by digest: until when, for whom, and that
+/// caller as the internal header carries it (serialized once, not per
+/// request).
 #[derive(Debug, Default)]
 pub struct SeenTokens {
-    until: HashMap<[u8; 32], (u64, Caller)>,
+    until: HashMap<[u8; 32], (u64, Caller, String)>,
 }
 
 impl SeenTokens {
     /// The caller `token` stood for, if it checked out and still counts at
     /// `now_ms`.
-    pub fn get(&self, token: &str, now_ms: u64) -> Option<&Caller> {
+    pub fn get(&self, token: &str, now_ms: u64) -> Option<(&Caller, &str)> {
         self.until
             .get(&digest(token))
-            .filter(|(until, _)| now_ms < *until)
-            .map(|(_, caller)| caller)
+            .filter(|(until, _, _)| now_ms < *until)
+            .map(|(_, caller, header)| (caller, header.as_str()))
     }
 
     /// Records that `token` checked out as `caller`, counting until
@@ -38,12 +40,13 @@ impl SeenTokens {
     /// would be fetched again).
     pub fn remember(&mut self, token: &str, caller: Caller, until_ms: u64, now_ms: u64) {
         if self.until.len() >= CAPACITY {
-            self.until.retain(|_, (until, _)| now_ms < *until);
+            self.until.retain(|_, (until, _, _)| now_ms < *until);
             if self.until.len() >= CAPACITY {
                 self.until.clear();
             }
         }
-        self.until.insert(digest(token), (until_ms, caller));
+        let header = serde_json::to_string(&caller).unwrap_or_default();
+        self.until.insert(digest(token), (until_ms, caller, header));
     }
 }
 
@@ -61,7 +64,9 @@ mod tests {
         let ada = Caller::api_token("ada");
         assert!(seen.get("a.b.c", 0).is_none());
         seen.remember("a.b.c", ada.clone(), 1_000, 0);
-        assert_eq!(seen.get("a.b.c", 999), Some(&ada));
+        assert_eq!(seen.get("a.b.c", 999).map(|(c, _)| c), Some(&ada));
+        let header = seen.get("a.b.c", 999).map(|(_, h)| h.to_string());
+        assert_eq!(header, serde_json::to_string(&ada).ok());
         assert!(seen.get("a.b.c", 1_000).is_none());
         assert!(seen.get("a.b.d", 10).is_none());
         for i in 0..CAPACITY + 10 {

@@ -40,6 +40,7 @@ pub fn authenticate_now(
         Pending::Done(r) => settle(server, req, r),
         Pending::Token(c) => match auth::check(c.credentials(), seen) {
             auth::Checked::Done(r) => settle(server, req, r),
+            auth::Checked::Known(caller, header) => admit(server, req, caller, Some(header)),
             auth::Checked::Verify(_) => Authenticated::Later,
         },
     }
@@ -119,24 +120,35 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
     })
 }
 
-/// The server-wide scopes checked, the caller added to the request.
+/// The outcome for the request: a refusal answered, a caller admitted.
 fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -> Authenticated {
-    let refuse = |e| Authenticated::No(Reply::new(error_response(&e, None)));
+    match r {
+        Ok(caller) => admit(server, req, caller, None),
+        Err(e) => Authenticated::No(Reply::new(error_response(&e, None))),
+    }
+}
+
+/// The server-wide scopes checked, the caller added to the request (as
+/// `header`, when it is already serialized).
+fn admit(
+    server: &Server,
+    req: &mut HttpRequest,
+    caller: Caller,
+    header: Option<String>,
+) -> Authenticated {
     let Some(oauth) = &server.config.oauth else {
         return Authenticated::Yes;
     };
     if req.path != "/mcp" || req.method == "OPTIONS" {
         return Authenticated::Yes;
     }
-    let caller = match r {
-        Ok(c) => c,
-        Err(e) => return refuse(e),
-    };
-    let resource = auth::resource_uri(req.header("host"));
-    if let Err(e) = auth::require(&caller, &resource, &oauth.scopes) {
-        return refuse(e);
+    if !oauth.scopes.is_empty() {
+        let resource = auth::resource_uri(req.header("host"));
+        if let Err(e) = auth::require(&caller, &resource, &oauth.scopes) {
+            return Authenticated::No(Reply::new(error_response(&e, None)));
+        }
     }
-    let json = serde_json::to_string(&caller).unwrap_or_default();
+    let json = header.unwrap_or_else(|| serde_json::to_string(&caller).unwrap_or_default());
     req.headers.push((CALLER_HEADER.to_string(), json));
     Authenticated::Yes
 }

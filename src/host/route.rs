@@ -182,7 +182,7 @@ fn object_for(
     // only; anything else is refused here (405).
     if req.path != "/mcp"
         || !matches!(req.method.as_str(), "GET" | "POST" | "DELETE")
-        || server.precheck(req).is_err()
+        || !server.admits(req)
     {
         return None;
     }

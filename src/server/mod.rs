@@ -256,6 +256,36 @@ impl Server {
         modern::handle(self, req, message, &ctx).await
     }
 
+    /// Whether [`Server::precheck`] would let `req` through, without
+    /// building its caller (routing asks this of every request; the server
+    /// reads the caller once, where it serves the request).
+    pub(crate) fn admits(&self, req: &HttpRequest) -> bool {
+        let guarded = check_origin_and_host(
+            req.header("origin"),
+            req.header("host"),
+            &self.config.allowed_origins,
+            &self.config.allowed_hosts,
+        )
+        .is_ok();
+        let signed_in = if self.config.oauth.is_some() || self.config.oauth_props {
+            // Only the host's authentication sets it.
+            req.header(crate::auth::CALLER_HEADER).is_some()
+        } else {
+            self.config.api_tokens.is_empty()
+                || crate::auth::authenticate_api_token(
+                    &self.config.api_tokens,
+                    req.header("authorization"),
+                )
+                .is_some()
+        };
+        let declared = req
+            .header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let limit = self.config.max_body_bytes;
+        guarded && signed_in && declared <= limit as u64 && req.body.len() <= limit
+    }
+
     /// The checks every request passes before anything else: Origin and
     /// Host, bearer auth, body size. Returns who is calling.
     pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Caller, McpError> {
