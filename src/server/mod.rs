@@ -230,7 +230,7 @@ impl Server {
             env,
             principal: &principal,
             caller: &caller,
-            resource: crate::auth::resource_uri(req.header("host")),
+            resource: self.resource_of(req),
             durable,
             task,
         };
@@ -260,13 +260,6 @@ impl Server {
     /// building its caller (routing asks this of every request; the server
     /// reads the caller once, where it serves the request).
     pub(crate) fn admits(&self, req: &HttpRequest) -> bool {
-        let guarded = check_origin_and_host(
-            req.header("origin"),
-            req.header("host"),
-            &self.config.allowed_origins,
-            &self.config.allowed_hosts,
-        )
-        .is_ok();
         let signed_in = if self.config.oauth.is_some() || self.config.oauth_props {
             // Only the host's authentication sets it.
             req.header(crate::auth::CALLER_HEADER).is_some()
@@ -278,17 +271,20 @@ impl Server {
                 )
                 .is_some()
         };
-        let declared = req
-            .header("content-length")
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(0);
-        let limit = self.config.max_body_bytes;
-        guarded && signed_in && declared <= limit as u64 && req.body.len() <= limit
+        self.check_origin(req).is_ok() && signed_in && self.check_size(req).is_ok()
     }
 
     /// The checks every request passes before anything else: Origin and
     /// Host, bearer auth, body size. Returns who is calling.
     pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Caller, McpError> {
+        self.check_origin(req)?;
+        let caller = self.authenticate(req)?;
+        self.check_size(req)?;
+        Ok(caller)
+    }
+
+    /// `Origin` and `Host` against their allow-lists (DNS rebinding).
+    fn check_origin(&self, req: &HttpRequest) -> Result<(), McpError> {
         check_origin_and_host(
             req.header("origin"),
             req.header("host"),
@@ -304,11 +300,14 @@ impl Server {
                 ErrorKind::Forbidden,
                 format!("Forbidden: {what} not allowed"),
             )
-        })?;
-        let caller = self.authenticate(req)?;
-        // The declared length is checked first, so the Worker need not read
-        // (nor buffer) a body it will refuse; it reads no more than the
-        // limit and one byte, so an undeclared body over it is refused too.
+        })
+    }
+
+    /// The body size limit. The declared length is checked first, so the
+    /// Worker need not read (nor buffer) a body it will refuse; it reads no
+    /// more than the limit and one byte, so an undeclared body over it is
+    /// refused too.
+    fn check_size(&self, req: &HttpRequest) -> Result<(), McpError> {
         let declared = req
             .header("content-length")
             .and_then(|v| v.trim().parse::<u64>().ok())
@@ -317,13 +316,10 @@ impl Server {
         if declared > limit as u64 || req.body.len() > limit {
             return Err(McpError::new(
                 ErrorKind::TooLarge,
-                format!(
-                    "Request body is larger than {} bytes",
-                    self.config.max_body_bytes
-                ),
+                format!("Request body is larger than {limit} bytes"),
             ));
         }
-        Ok(caller)
+        Ok(())
     }
 
     /// Who is calling. With OAuth on, the caller the Worker verified
@@ -359,6 +355,17 @@ impl Server {
                     "Unauthorized: a valid bearer token is required",
                 )
             })
+    }
+
+    /// This server's resource URI as `req` reached it, for a scope
+    /// challenge; empty when no sign-in is configured (nothing reads it
+    /// then, and every request would pay for formatting it).
+    pub(crate) fn resource_of(&self, req: &HttpRequest) -> String {
+        if self.config.oauth.is_some() || self.config.oauth_props {
+            crate::auth::resource_uri(req.header("host"))
+        } else {
+            String::new()
+        }
     }
 
     /// The scopes every request needs (`OAUTH_SCOPES`).

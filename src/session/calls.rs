@@ -10,32 +10,22 @@ use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Cx, Journal, Outcome};
 use crate::error::McpError;
-use crate::http::{HttpRequest, HttpResponse};
+use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, Request};
 use crate::server::{call_target, run_target, Env, Server};
 
 /// Who a request of the session comes from (already checked to be its
 /// principal), for the rounds it runs: a refreshed token runs them with
-/// its own scopes.
+/// its own scopes. Read once per request (`session::handle_inner`).
 pub(super) struct Turn {
     pub(super) caller: crate::auth::Caller,
     pub(super) resource: String,
 }
 
-impl Turn {
-    /// The caller of `req` (authenticated before the session let it in).
-    pub(super) fn of(server: &Server, req: &HttpRequest) -> Self {
-        Self {
-            caller: server.authenticate(req).unwrap_or_default(),
-            resource: crate::auth::resource_uri(req.header("host")),
-        }
-    }
-}
-
 /// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
 pub(super) async fn start(
     server: &Server,
-    req: &HttpRequest,
+    turn: &Turn,
     env: &Env,
     store: &dyn SessionStore,
     meta: &SessionMeta,
@@ -44,7 +34,6 @@ pub(super) async fn start(
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
-    let turn = Turn::of(server, req);
     if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &r.params)? {
         // A token without the tool's scopes is refused before the call
         // starts: 403 with the challenge, so the client steps up and sends
@@ -82,7 +71,7 @@ pub(super) async fn start(
                    "maxWait": server.config.resume_max_wait_ms / 1000}),
         ));
     }
-    messages.extend(advance(server, store, env, meta, &turn, &mut call).await);
+    messages.extend(advance(server, store, env, meta, turn, &mut call).await);
 
     // A call that finished at once with nothing else to say is a plain JSON
     // response; there is nothing to resume.

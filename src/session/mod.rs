@@ -102,6 +102,11 @@ async fn handle_inner(
     if caller.principal != meta.principal {
         return Err((not_found(), None));
     }
+    // Who this request is, for every round it runs (read once).
+    let turn = calls::Turn {
+        caller,
+        resource: server.resource_of(req),
+    };
     if let Some(v) = req.header("mcp-protocol-version") {
         if !is_session_version(v.trim()) {
             return Err((
@@ -120,11 +125,11 @@ async fn handle_inner(
         store.put_meta(&meta).map_err(|e| (e, None))?;
     }
     match req.method.as_str() {
-        "GET" => streams::get(server, req, env, store, &meta)
+        "GET" => streams::get(server, req, env, store, &meta, &turn)
             .await
             .map_err(|e| (e, None)),
         "DELETE" => Ok(Reply::new(HttpResponse::empty(204)).with(Effect::DeleteStorage)),
-        "POST" => post(server, req, env, store, meta).await,
+        "POST" => post(server, req, env, store, meta, &turn).await,
         _ => Err((
             McpError::new(ErrorKind::MethodNotAllowed, "Method not allowed"),
             None,
@@ -203,6 +208,7 @@ async fn post(
     env: &Env,
     store: &dyn SessionStore,
     mut meta: SessionMeta,
+    turn: &calls::Turn,
 ) -> Result<Reply, Rejection> {
     let message = parse_message(&req.body)?;
     let accepted = |pushes: Vec<crate::effects::Push>| {
@@ -210,8 +216,7 @@ async fn post(
     };
     match message {
         Message::Response(r) => {
-            let turn = calls::Turn::of(server, req);
-            let pushes = calls::answer(server, &turn, env, store, &meta, &r.id, r.outcome)
+            let pushes = calls::answer(server, turn, env, store, &meta, &r.id, r.outcome)
                 .await
                 .map_err(|e| (e, None))?;
             Ok(accepted(pushes))
@@ -225,7 +230,7 @@ async fn post(
             }
             Ok(accepted(pushes))
         }
-        Message::Request(r) => match request(server, req, env, store, &mut meta, &r).await {
+        Message::Request(r) => match request(server, env, store, &mut meta, &r, turn).await {
             Ok(reply) => Ok(reply),
             // A missing scope is the transport's: a 403 with its challenge,
             // which the client acts on (signs in again, then retries).
@@ -242,11 +247,11 @@ async fn post(
 
 async fn request(
     server: &Server,
-    req: &HttpRequest,
     env: &Env,
     store: &dyn SessionStore,
     meta: &mut SessionMeta,
     r: &Request,
+    turn: &calls::Turn,
 ) -> Result<Reply, McpError> {
     let ok = |result: Value| Reply::new(result_reply(&r.id, &result));
     match r.method.as_str() {
@@ -279,7 +284,7 @@ async fn request(
             Ok(ok(json!({})))
         }
         "tools/call" | "prompts/get" | "resources/read" => {
-            calls::start(server, req, env, store, meta, r).await
+            calls::start(server, turn, env, store, meta, r).await
         }
         "requests/getStatus" => Ok(ok(resume::get_status(store, env, &r.params)?)),
         "requests/resume" => resume::resume(server, env, store, r),

@@ -20,6 +20,7 @@ pub(super) async fn get(
     env: &Env,
     store: &dyn SessionStore,
     meta: &SessionMeta,
+    turn: &super::calls::Turn,
 ) -> Result<Reply, McpError> {
     let Some(last) = req.header("last-event-id") else {
         // Nothing is ever sent outside a request's own stream here, so in
@@ -49,8 +50,7 @@ pub(super) async fn get(
     call.last_contact_ms = env.now_ms;
     // Back after a checkpoint: the call goes on now.
     if !running_elsewhere(server, &call, env.now_ms) && continue_after_checkpoints(&mut call) {
-        let turn = super::calls::Turn::of(server, req);
-        let messages = run_claimed(server, store, env, meta, &turn, &mut call).await?;
+        let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
         log_all(store, &stream, &messages)?;
     }
     store.put_call(&call)?;

@@ -65,7 +65,7 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
     // The built-in authorization server in front checked the token; the
     // caller is what it hands over (`ctx.props`). Read on every request:
     // props arriving while that mode is off are refused, not ignored.
-    let props = props_of(&ctx);
+    let props = js::props_json(&ctx);
     if let Err(reply) = host::authenticate_props(server, &mut http, props.as_deref()) {
         return settle(to_web_response(reply.response));
     }
@@ -109,18 +109,6 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
             respond(&isolate, &env, http, now).await
         }),
     }
-}
-
-/// `ctx.props` as JSON, when the runtime (or a wrapper calling this
-/// Worker) set it.
-fn props_of(ctx: &JsValue) -> Option<String> {
-    let props = js_sys::Reflect::get(ctx, &JsValue::from_str("props")).ok()?;
-    if !props.is_object() {
-        return None;
-    }
-    js_sys::JSON::stringify(&props)
-        .ok()
-        .and_then(|s| s.as_string())
 }
 
 /// A request to a server with OAuth on: its caller checked first (the

@@ -48,6 +48,15 @@ export function after_body(req, env, head, then) {
   return req.arrayBuffer().then((b) => then(env, head, b), (e) => then(env, head, e));
 }
 
+// `ctx.props` as JSON when it holds anything (a wrapper's signed-in
+// caller), else undefined: the runtime's own is an empty object.
+export function props_json(ctx) {
+  const props = ctx && ctx.props;
+  if (props === null || typeof props !== "object") return undefined;
+  for (const _ in props) return JSON.stringify(props);
+  return undefined;
+}
+
 export function new_request(url, method, headers, body, stream) {
   const init = { method, headers: header_list(headers) };
   if (stream !== undefined) init.body = stream;
@@ -79,6 +88,10 @@ extern "C" {
         head: &wasm_bindgen::JsValue,
         then: &Then,
     ) -> wasm_bindgen::JsValue;
+
+    /// `ctx.props` as JSON, or `None` when it is absent or empty (one
+    /// crossing: asked on every request).
+    pub(crate) fn props_json(ctx: &wasm_bindgen::JsValue) -> Option<String>;
 
     /// A request to an object: `headers` as for [`new_response`]; the
     /// body is `stream` when given, else a copy of `body`.
