@@ -33,24 +33,40 @@
 //! # Layout
 //! - `lib.rs`: [`Client`], [`Handler`], [`Wire`], [`Error`].
 //! - `transport.rs`: HTTP and the JSON-or-SSE replies.
-//! - `modern.rs`: the 2026-07-28 wire, MRTR and tasks.
+//! - `modern.rs`: the 2026-07-28 wire, MRTR and tasks; `rounds.rs`: MRTR
+//!   rounds one at a time.
 //! - `session.rs`: 2025-11-25 sessions.
 //! - `seeds.rs`: the saga methods and the streamless sketch.
 //! - `chain.rs`: following `_meta.nextTool`.
 //! - `schema.rs`, `sse.rs`: a small JSON Schema check; an SSE reader.
+//! - `extra.rs`: the newer settings (protocol version, request `_meta`,
+//!   elicitation defaults) and what the client learned from the server.
+//! - `headers.rs`: `x-mcp-header` annotations and `Mcp-Param-*` headers.
+//! - `requests.rs`: any request, `server/discover`, resources, prompts.
+//! - `listen.rs`: a session's `GET` stream read beside a call's.
 
 mod chain;
+mod extra;
+pub mod headers;
+mod listen;
 mod modern;
+pub mod oauth;
+mod requests;
+mod rounds;
 pub mod schema;
 mod seeds;
 mod session;
 pub mod sse;
+#[cfg(test)]
+mod tests;
 mod transport;
 
 use serde_json::{json, Value};
 
 pub use chain::{next_tool, ChainError, Step, MAX_CHAIN};
+pub use extra::{SESSION_VERSIONS, STATELESS_VERSIONS};
 pub use modern::Started;
+pub use rounds::{InputRequired, Retry, Round};
 
 /// The 2026-07-28 protocol version.
 pub const MODERN: &str = "2026-07-28";
@@ -128,6 +144,10 @@ pub enum Error {
     Task(String),
     /// A chain of calls the client refused to follow.
     Chain(ChainError),
+    /// Signing in failed, or was refused (the server's metadata did not
+    /// check out, the user or the authorization server said no, a step-up
+    /// that never ends).
+    Auth(String),
 }
 
 impl std::fmt::Display for Error {
@@ -138,6 +158,7 @@ impl std::fmt::Display for Error {
             Error::Protocol(m) => write!(f, "protocol: {m}"),
             Error::Task(m) => write!(f, "task: {m}"),
             Error::Chain(c) => write!(f, "chain: {c}"),
+            Error::Auth(m) => write!(f, "sign-in: {m}"),
         }
     }
 }
@@ -164,6 +185,10 @@ pub struct Client {
     resumable: bool,
     /// The resume token of the session call in flight.
     resume_token: Option<String>,
+    /// The newer settings and what was learned from the server.
+    extra: extra::Extra,
+    /// How to sign in when the server asks (none: a 401 is an error).
+    sign_in: Option<std::cell::RefCell<oauth::SignIn>>,
 }
 
 impl Client {
@@ -184,7 +209,41 @@ impl Client {
             tools: None,
             resumable: false,
             resume_token: None,
+            extra: extra::Extra::default(),
+            sign_in: None,
         }
+    }
+
+    /// Signs in with `oauth` whenever the server asks (a 401 or a 403
+    /// `insufficient_scope`): see [`oauth`].
+    pub fn with_oauth(mut self, oauth: oauth::OAuth) -> Self {
+        self.sign_in = Some(std::cell::RefCell::new(oauth::SignIn::new(oauth)));
+        self
+    }
+
+    /// Signs in now, whether or not a token is kept (what `durable-mcp
+    /// login` does): discovery from the server's well-known metadata.
+    pub fn sign_in(&mut self) -> Result<()> {
+        let s = self
+            .sign_in
+            .as_ref()
+            .ok_or_else(|| Error::Auth("no OAuth configured".into()))?;
+        s.borrow_mut().authorize(&self.url, None)
+    }
+
+    /// Forgets the kept grant (what `durable-mcp logout` does).
+    pub fn sign_out(&mut self) -> Result<()> {
+        match &self.sign_in {
+            Some(s) => s.borrow_mut().forget(&self.url),
+            None => Ok(()),
+        }
+    }
+
+    /// The grant in use, if signed in.
+    pub fn grant(&self) -> Option<oauth::Grant> {
+        self.sign_in
+            .as_ref()
+            .and_then(|s| s.borrow_mut().grant(&self.url).cloned())
     }
 
     /// In a 2025-11-25 session, declares resumable requests (seed 001) and
@@ -214,6 +273,8 @@ impl Client {
         if self.wire == Wire::Auto {
             self.wire = match self.modern_request("server/discover", json!({}), None) {
                 Ok(_) => Wire::Modern,
+                // Signing in failed: that is no answer about the wire.
+                Err(e @ Error::Auth(_)) => return Err(e),
                 Err(_) => Wire::Session,
             };
         }
@@ -240,6 +301,7 @@ impl Client {
                 _ => break,
             }
         }
+        let tools = self.keep_valid_tools(tools);
         self.tools = Some(tools.clone());
         Ok(tools)
     }
@@ -261,12 +323,15 @@ impl Client {
     /// Ends the session, if one was opened (`DELETE`).
     pub fn close(&mut self) {
         if let Some(id) = self.session.take() {
-            let _ = self
+            let mut req = self
                 .agent
                 .delete(&self.url)
                 .set("mcp-session-id", &id)
-                .set("mcp-protocol-version", SESSION)
-                .call();
+                .set("mcp-protocol-version", SESSION);
+            if let Some(b) = self.bearer() {
+                req = req.set("authorization", &b);
+            }
+            let _ = req.call();
         }
     }
 
@@ -278,7 +343,7 @@ impl Client {
     /// Answers one server→client request with the handler.
     fn answer(&mut self, method: &str, params: &Value) -> Value {
         match method {
-            "elicitation/create" => self.handler.elicit(params),
+            "elicitation/create" => self.elicit(params),
             "sampling/createMessage" => self.handler.sample(params),
             "roots/list" => self.handler.roots(),
             _ => json!({}),

@@ -1,17 +1,24 @@
-//! The 2026-07-28 wire: `_meta` and the mirrored headers on every request,
-//! MRTR rounds (`input_required` → retry with `inputResponses` and the
-//! `requestState`), and tasks (poll `tasks/get`, answer with
-//! `tasks/update`).
+//! The 2026-07-28 wire: `_meta` and the mirrored headers on every request
+//! (`Mcp-Method`, `Mcp-Name`, and `Mcp-Param-*` from the tool's
+//! `x-mcp-header` annotations), version negotiation (`-32022` → once more
+//! in a version the server names), calls driven through their MRTR rounds
+//! (`rounds.rs`), and tasks (poll `tasks/get`, answer with `tasks/update`).
 
 use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
+use crate::extra::STATELESS_VERSIONS;
+use crate::headers::param_headers;
+use crate::rounds::Round;
 use crate::transport::{header_value, rpc_error};
-use crate::{Client, Error, Result, MODERN, TASKS};
+use crate::{Client, Error, Result, TASKS};
 
-/// How many rounds one call may take before the client gives up.
-const MAX_ROUNDS: usize = 64;
+/// `UnsupportedProtocolVersion`: its data names the versions the server
+/// supports.
+const UNSUPPORTED_VERSION: i64 = -32022;
+/// `HeaderMismatch`: a mirrored header is missing or differs from the body.
+const HEADER_MISMATCH: i64 = -32020;
 
 /// How a call started with [`Client::start_tool`] was answered.
 #[derive(Debug, Clone)]
@@ -32,6 +39,29 @@ impl Started {
     }
 }
 
+/// A version this client speaks among those a `-32022` error names.
+fn agreeable(e: &Error) -> Option<String> {
+    let Error::Rpc {
+        data: Some(data), ..
+    } = e
+    else {
+        return None;
+    };
+    let supported = data["supported"].as_array()?;
+    STATELESS_VERSIONS
+        .iter()
+        .find(|v| supported.iter().any(|s| s == **v))
+        .map(|v| v.to_string())
+}
+
+/// The code of a JSON-RPC error.
+fn code(e: &Error) -> Option<i64> {
+    match e {
+        Error::Rpc { code, .. } => Some(*code),
+        _ => None,
+    }
+}
+
 impl Client {
     /// The capabilities this client declares on a request.
     fn capabilities(&self) -> Value {
@@ -43,27 +73,103 @@ impl Client {
     }
 
     /// One 2026-07-28 request; returns its result. Notifications before it
-    /// go to the handler. `name` is mirrored in `Mcp-Name`.
+    /// go to the handler. `name` is mirrored in `Mcp-Name`. A server that
+    /// refuses the protocol version and names one this client speaks is
+    /// asked again in it; a `tools/call` refused for its mirrored headers
+    /// is made again, once, with the tool list fetched anew (its
+    /// `x-mcp-header` annotations may have been unknown or changed).
     pub(crate) fn modern_request(
+        &mut self,
+        method: &str,
+        params: Value,
+        name: Option<&str>,
+    ) -> Result<Value> {
+        let params = self.with_meta(params);
+        if method == "tools/call" {
+            self.refuse_rejected(&params)?;
+        }
+        let (mut renegotiated, mut refreshed) = (false, false);
+        loop {
+            let err = match self.modern_once(method, params.clone(), name) {
+                Ok(result) => return Ok(result),
+                Err(e) => e,
+            };
+            if !renegotiated && code(&err) == Some(UNSUPPORTED_VERSION) {
+                if let Some(v) = agreeable(&err) {
+                    renegotiated = true;
+                    self.extra.agreed = Some(v);
+                    continue;
+                }
+            }
+            if !refreshed && method == "tools/call" && code(&err) == Some(HEADER_MISMATCH) {
+                refreshed = true;
+                if self.list_tools().is_ok() {
+                    continue;
+                }
+            }
+            return Err(err);
+        }
+    }
+
+    /// A `tools/call` of a tool `tools/list` left out is refused here: a
+    /// client must not use a tool with invalid header annotations.
+    fn refuse_rejected(&self, params: &Value) -> Result<()> {
+        let tool = params["name"].as_str().unwrap_or_default();
+        match self.extra.rejected.iter().find(|(n, _)| n == tool) {
+            Some((_, why)) => Err(Error::Protocol(format!(
+                "tool {tool:?} was left out of the tool list: {why}"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// One POST of a 2026-07-28 request, with its `_meta` and headers.
+    fn modern_once(
         &mut self,
         method: &str,
         mut params: Value,
         name: Option<&str>,
     ) -> Result<Value> {
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": MODERN,
-            "io.modelcontextprotocol/clientCapabilities": self.capabilities(),
-            "io.modelcontextprotocol/clientInfo": {"name": "durable-mcp-client", "version": env!("CARGO_PKG_VERSION")},
-        });
-        let id = self.id();
-        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        let mut headers = vec![
-            ("mcp-protocol-version", MODERN.to_string()),
-            ("mcp-method", method.to_string()),
+        let version = self.protocol_version();
+        if !params.is_object() {
+            params = json!({});
+        }
+        if !params["_meta"].is_object() {
+            params["_meta"] = json!({});
+        }
+        if let Some(meta) = params["_meta"].as_object_mut() {
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                json!(version),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                self.capabilities(),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                self.extra.client_info.clone(),
+            );
+        }
+        let mut headers: Vec<(String, String)> = vec![
+            ("mcp-protocol-version".into(), version),
+            ("mcp-method".into(), method.to_string()),
         ];
         if let Some(n) = name {
-            headers.push(("mcp-name", header_value(n)));
+            headers.push(("mcp-name".into(), header_value(n)));
         }
+        if method == "tools/call" {
+            let mut listed = self.tools.iter().flatten();
+            if let Some(tool) = listed.find(|t| t["name"] == params["name"]) {
+                headers.extend(param_headers(&tool["inputSchema"], &params["arguments"]));
+            }
+        }
+        let id = self.id();
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let headers: Vec<(&str, String)> = headers
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .collect();
         let reply = self.post(&headers, &body)?;
         let mut result = None;
         for m in reply.messages {
@@ -79,17 +185,6 @@ impl Client {
         result.ok_or_else(|| Error::Protocol(format!("no answer to {method}")))
     }
 
-    /// Answers a map of input requests (`{key: {method, params}}`).
-    pub(crate) fn answer_all(&mut self, requests: &Value) -> Map<String, Value> {
-        let mut answers = Map::new();
-        for (key, req) in requests.as_object().into_iter().flatten() {
-            let method = req["method"].as_str().unwrap_or_default();
-            let params = req.get("params").cloned().unwrap_or(json!({}));
-            answers.insert(key.clone(), self.answer(method, &params));
-        }
-        answers
-    }
-
     /// A `tools/call` on this wire, to its end.
     pub(crate) fn modern_call(&mut self, name: &str, arguments: Value) -> Result<Value> {
         match self.start_tool(name, arguments)? {
@@ -103,29 +198,13 @@ impl Client {
     /// [`Started::Task`], to [`Client::wait_task`] for or
     /// [`Client::cancel_task`].
     pub fn start_tool(&mut self, name: &str, arguments: Value) -> Result<Started> {
-        let mut extra = Map::new();
-        for _ in 0..MAX_ROUNDS {
-            let mut params = json!({"name": name, "arguments": arguments});
-            if let Some(p) = params.as_object_mut() {
-                p.extend(extra.clone());
-            }
-            let result = self.modern_request("tools/call", params, Some(name))?;
-            match result["resultType"].as_str() {
-                Some("input_required") => {
-                    let answers = self.answer_all(&result["inputRequests"]);
-                    extra = Map::new();
-                    extra.insert("inputResponses".into(), Value::Object(answers));
-                    if let Some(state) = result.get("requestState") {
-                        extra.insert("requestState".into(), state.clone());
-                    }
-                }
-                Some("task") => return Ok(Started::Task(result)),
-                _ => return Ok(Started::Done(result)),
-            }
+        let params = json!({"name": name, "arguments": arguments});
+        match self.modern_rounds("tools/call", params)? {
+            Round::Task(created) => Ok(Started::Task(created)),
+            Round::Complete(result) => Ok(Started::Done(result)),
+            // Not returned: modern_rounds answers every input request.
+            Round::InputRequired(_) => Err(Error::Protocol(format!("{name} still asks for input"))),
         }
-        Err(Error::Protocol(format!(
-            "{name} asked for input more than {MAX_ROUNDS} times"
-        )))
     }
 
     /// Polls task `id` to its end, answering what it asks with
@@ -137,7 +216,7 @@ impl Client {
 
     /// Polls a task to its end, answering what it asks with `tasks/update`;
     /// returns its result.
-    fn run_task(&mut self, created: &Value) -> Result<Value> {
+    pub(crate) fn run_task(&mut self, created: &Value) -> Result<Value> {
         let id = created["taskId"]
             .as_str()
             .ok_or_else(|| Error::Protocol("a task without a taskId".into()))?

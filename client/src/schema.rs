@@ -1,6 +1,13 @@
 //! A small JSON Schema check: what a client needs to refuse a chained call
 //! whose arguments do not fit the listed tool (type, required, properties,
-//! enum, const, nested objects and arrays). Unknown keywords pass.
+//! enum, const, nested objects and arrays). Unknown keywords pass. And
+//! what a form answer takes from its schema: the defaults of the fields it
+//! leaves out (SEP-1034).
+//!
+//! Schemas are only read, never rewritten or resolved: every keyword a
+//! server sends (`$schema`, `$defs`, `$anchor`, `allOf`, `if`/`then`/`else`
+//! …) stays in the tool as listed, and a `$ref` is never fetched (SEP-2106:
+//! a network reference must not be dereferenced automatically).
 
 use serde_json::Value;
 
@@ -60,6 +67,28 @@ fn check_at(value: &Value, schema: &Value, at: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// Fills the fields an accepted form answer (`content`) leaves out with
+/// the `default` its requested schema gives them (SEP-1034: a client sends
+/// the defaults of the fields the user did not change). A field the answer
+/// has, even as `null`, is kept; a `content` that is not an object becomes
+/// one when there is a default to put in it.
+pub fn apply_defaults(content: &mut Value, schema: &Value) {
+    let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+        return;
+    };
+    for (key, sub) in props {
+        let Some(default) = sub.get("default") else {
+            continue;
+        };
+        if !content.is_object() {
+            *content = Value::Object(Default::default());
+        }
+        if let Some(obj) = content.as_object_mut() {
+            obj.entry(key.clone()).or_insert_with(|| default.clone());
+        }
+    }
+}
+
 fn type_fits(value: &Value, t: &str) -> bool {
     match t {
         "object" => value.is_object(),
@@ -91,5 +120,26 @@ mod tests {
         assert!(check(&json!({"id": 1, "urgency": "low"}), &schema).is_err());
         assert!(check(&json!({"id": "1", "urgency": "soon"}), &schema).is_err());
         assert!(check(&json!({"id": "1", "urgency": "low", "n": 1.5}), &schema).is_err());
+    }
+
+    #[test]
+    fn defaults_fill_only_the_fields_left_out() {
+        let schema = json!({"type": "object", "properties": {
+            "name": {"type": "string", "default": "John Doe"},
+            "age": {"type": "integer", "default": 30},
+            "verified": {"type": "boolean", "default": true},
+            "note": {"type": "string"}}});
+        let mut content = json!({"age": 41});
+        apply_defaults(&mut content, &schema);
+        assert_eq!(
+            content,
+            json!({"name": "John Doe", "age": 41, "verified": true})
+        );
+        let mut missing = Value::Null;
+        apply_defaults(&mut missing, &schema);
+        assert_eq!(missing["name"], "John Doe");
+        let mut untouched = Value::Null;
+        apply_defaults(&mut untouched, &json!({"properties": {"x": {}}}));
+        assert_eq!(untouched, Value::Null);
     }
 }

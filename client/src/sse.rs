@@ -2,13 +2,18 @@
 
 use std::io::BufRead;
 
-/// One event: its id (if any) and its data (the lines joined).
+/// One event: its id (if any), its data (the lines joined), and the
+/// reconnection delay it sets (if any).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Event {
     /// `id:`.
     pub id: Option<String>,
     /// `data:` lines, joined with newlines.
     pub data: String,
+    /// `retry:`, in milliseconds: how long to wait before reconnecting
+    /// once the stream ends (SEP-1699). A value that is not all digits is
+    /// ignored, as the SSE specification says.
+    pub retry: Option<u64>,
 }
 
 /// Reads events from a stream, one at a time, as they arrive.
@@ -63,6 +68,12 @@ impl<R: BufRead> Iterator for Events<R> {
                     event.id = Some(value.to_string());
                     seen = true;
                 }
+                "retry" => {
+                    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+                        event.retry = value.parse().ok();
+                    }
+                    seen = true;
+                }
                 _ => seen = true,
             }
         }
@@ -83,6 +94,22 @@ mod tests {
         assert_eq!(events[0].id.as_deref(), Some("c1:0"));
         assert_eq!(events[0].data, "");
         assert_eq!(events[1].data, "{\"a\":\n1}");
+        assert_eq!(events[2].retry, Some(1000));
         assert_eq!(events[3].data, "last");
+        assert_eq!(events[3].retry, None);
+    }
+
+    #[test]
+    fn retry_with_an_id_and_empty_data_is_one_priming_event() {
+        let text = "id: e1\nretry: 500\ndata: \n\nretry: soon\ndata: x\n\n";
+        let events: Vec<Event> = Events::new(text.as_bytes())
+            .collect::<std::io::Result<_>>()
+            .unwrap_or_default();
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[0].id.as_deref(), Some("e1"));
+        assert_eq!(events[0].retry, Some(500));
+        assert_eq!(events[0].data, "");
+        // Not digits: ignored.
+        assert_eq!(events[1].retry, None);
     }
 }

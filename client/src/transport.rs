@@ -5,6 +5,7 @@ use std::io::BufReader;
 use base64::Engine;
 use serde_json::Value;
 
+use crate::oauth::{Challenge, MAX_AUTHORIZATIONS};
 use crate::sse::Events;
 use crate::{Client, Error, Result};
 
@@ -46,7 +47,73 @@ impl Client {
     /// POSTs `body` with `headers` (plus the JSON content type and the
     /// Accept every MCP POST carries). An HTTP error status comes back as
     /// its response: its body holds the server's JSON-RPC error.
+    ///
+    /// With sign-in configured ([`Client::with_oauth`]) the request carries
+    /// the access token, and a 401 or 403 `insufficient_scope` challenge is
+    /// met here, below every wire: one refresh, then at most
+    /// [`MAX_AUTHORIZATIONS`] authorizations, each followed by the same
+    /// request again. A refused sign-in is [`Error::Auth`].
     pub(crate) fn send(&self, headers: &[(&str, String)], body: &Value) -> Result<ureq::Response> {
+        let Some(sign_in) = &self.sign_in else {
+            return self.send_once(headers, body, None);
+        };
+        let text = body.to_string();
+        let mut authorizations = 0;
+        let mut refreshed = false;
+        loop {
+            let bearer = sign_in.borrow_mut().bearer(&self.url);
+            let resp = self.send_text(headers, &text, bearer.as_deref())?;
+            let status = resp.status();
+            let challenge = match status {
+                401 | 403 => resp.header("www-authenticate").and_then(Challenge::parse),
+                _ => None,
+            };
+            let Some(challenge) = challenge else {
+                return Ok(resp);
+            };
+            if status == 403 && !challenge.insufficient_scope() {
+                return Ok(resp);
+            }
+            // An expired token: a refresh is cheaper than asking the user.
+            if status == 401 && bearer.is_some() && !refreshed {
+                refreshed = true;
+                if sign_in.borrow_mut().refresh(&self.url).is_ok() {
+                    continue;
+                }
+            }
+            if authorizations == MAX_AUTHORIZATIONS {
+                return Err(Error::Auth(format!(
+                    "still refused ({status}) after {MAX_AUTHORIZATIONS} authorizations"
+                )));
+            }
+            authorizations += 1;
+            sign_in
+                .borrow_mut()
+                .authorize(&self.url, Some(&challenge))?;
+        }
+    }
+
+    /// The `Authorization` header value of the token in use, if signed in.
+    pub(crate) fn bearer(&self) -> Option<String> {
+        let token = self.sign_in.as_ref()?.borrow_mut().bearer(&self.url)?;
+        Some(format!("Bearer {token}"))
+    }
+
+    fn send_once(
+        &self,
+        headers: &[(&str, String)],
+        body: &Value,
+        token: Option<&str>,
+    ) -> Result<ureq::Response> {
+        self.send_text(headers, &body.to_string(), token)
+    }
+
+    fn send_text(
+        &self,
+        headers: &[(&str, String)],
+        body: &str,
+        token: Option<&str>,
+    ) -> Result<ureq::Response> {
         let mut req = self
             .agent
             .post(&self.url)
@@ -55,7 +122,10 @@ impl Client {
         for (k, v) in headers {
             req = req.set(k, v);
         }
-        match req.send_string(&body.to_string()) {
+        if let Some(t) = token {
+            req = req.set("authorization", &format!("Bearer {t}"));
+        }
+        match req.send_string(body) {
             Ok(r) | Err(ureq::Error::Status(_, r)) => Ok(r),
             Err(e) => Err(Error::Transport(e.to_string())),
         }

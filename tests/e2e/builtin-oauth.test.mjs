@@ -8,12 +8,13 @@
 // minimum), so one test lets a token expire during a paused call.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { connectWithOAuth, makeAuthProvider, recorder } from './oauth/client.mjs';
 import { playBuiltinUser } from './builtin-oauth/user.mjs';
 import { MODERN, send } from './modern.mjs';
 import { startWrangler } from './wrangler.mjs';
+import { configDir, keptGrants, runCli } from './cli.mjs';
 
 const ROOT = join(import.meta.dirname, '../..');
 const REDIRECT = 'http://127.0.0.1:9/callback';
@@ -208,6 +209,44 @@ describe('the built-in authorization server (workers-oauth-provider) in front of
       assert.equal(who.subject, 'ada');
     } finally {
       await s?.client.close();
+    }
+  });
+  test('the durable-mcp CLI logs in on our page, and a deploy paused until its token is nearly expired is refreshed and completes', { timeout: 120_000 }, async () => {
+    const config = configDir();
+    try {
+      const login = await runCli(['login', server.url], {
+        config,
+        play: (url) => playBuiltinUser(url, { sub: 'ada' }),
+      });
+      assert.equal(login.status, 0, login.stderr);
+      assert.equal(login.signIns, 1);
+      const [{ grant, mode }] = keptGrants(config);
+      assert.equal(mode, 0o600);
+      assert.ok(grant.refresh_token, 'a refresh token was issued');
+      assert.ok(grant.expires_at, 'the token endpoint said when the token expires');
+      // The person answers once the token is within the CLI's 30 s refresh
+      // margin (it lives 60 s here): the next round is sent with a refreshed one.
+      const wait = Math.max(0, grant.expires_at * 1000 - 29_000 - Date.now());
+      const r = await runCli(['call', server.url, 'deploy', '--arg', 'service=api'], {
+        config,
+        answers: [
+          { when: /\? Where should api be deployed\?/, after: wait, line: 'staging' },
+          { when: /\? The server asks the model:/, line: 'yes' },
+        ],
+      });
+      assert.equal(r.status, 0, r.stderr);
+      assert.equal(r.signIns, 0, 'no new sign-in: refreshed');
+      assert.match(r.stdout, /^Deployed api to staging \(ticket CHG-/m);
+      const after = keptGrants(config)[0].grant;
+      assert.notEqual(after.access_token, grant.access_token, 'refreshed during the pause');
+      assert.equal(after.client.client_id, grant.client.client_id);
+      for (const t of [grant.access_token, grant.refresh_token, after.access_token]) {
+        assert.ok(!r.stderr.includes(t) && !r.stdout.includes(t) && !login.stderr.includes(t), 'no token on the terminal');
+      }
+      const who = await runCli(['call', server.url, 'whoami', '--json'], { config });
+      assert.equal(JSON.parse(JSON.parse(who.stdout).content[0].text).subject, 'ada');
+    } finally {
+      rmSync(config, { recursive: true, force: true });
     }
   });
 });

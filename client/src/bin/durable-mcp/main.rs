@@ -6,7 +6,14 @@
 //!                  [--wire auto|modern|session|saga|sketch] [--no-tasks] [--no-chain] [--json]
 //! durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
 //!                 [--durable] [--task] [--oauth]
+//! durable-mcp login <url> [--client-id ID [--client-secret S]]
+//!                   [--client-metadata-url URL] [--no-browser]
+//! durable-mcp logout <url>
 //! ```
+//!
+//! A server that asks for sign-in (a 401) gets it: `login` ahead of time,
+//! or inline on the first call; tokens are kept per server and refreshed
+//! when they expire, a paused call included (`login.rs`).
 //!
 //! Forms the server asks for become prompts, one per field; a sampling
 //! request asks you for the model's reply. Progress and task status show on
@@ -14,6 +21,7 @@
 //! `--help` for answering from a pipe. `new` writes a new worker crate
 //! (`new.rs`, from the files in `templates/`).
 
+mod login;
 mod new;
 mod prompt;
 
@@ -30,6 +38,8 @@ USAGE
   durable-mcp call <url> <tool> [--arg key=value]... [--args JSON] [options]
   durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
                   [--durable] [--task] [--oauth]
+  durable-mcp login <url> [sign-in options]
+  durable-mcp logout <url>
 
 OPTIONS
   --arg key=value   an argument; the value is read as JSON when it parses
@@ -41,6 +51,19 @@ OPTIONS
   --no-tasks        do not declare the tasks extension
   --no-chain        do not follow _meta.nextTool
   --json            print each result as JSON
+
+SIGN-IN
+  A server that answers 401 is signed in to with OAuth, as the MCP
+  authorization spec describes: `login` does it ahead of time, any other
+  command when the server first asks. The authorization page opens in a
+  browser (or its URL is printed) and comes back to a loopback port. Tokens
+  are kept per server, owner-only, in $DURABLE_MCP_CONFIG_DIR/tokens (else
+  $XDG_CONFIG_HOME/durable-mcp/tokens, else ~/.config/durable-mcp/tokens),
+  and refreshed when they expire; `logout` forgets them.
+  --client-id ID           a client registered beforehand (else a client ID
+  --client-secret S        metadata document, else dynamic registration)
+  --client-metadata-url U  this client's Client ID Metadata Document (HTTPS)
+  --no-browser             print the URL only (also DURABLE_MCP_NO_BROWSER)
 
 ANSWERING
   At a terminal, forms and sampling requests are prompts. From a pipe, one
@@ -54,8 +77,8 @@ ANSWERING
 const EXIT: &str = "\
 EXIT
   0 success; 1 the tool reported an error (isError), or `new` found its
-  directory not empty or could not write it; 2 a protocol, transport or
-  chain error; 64 usage (a bad option, an invalid name).
+  directory not empty or could not write it; 2 a protocol, transport,
+  sign-in or chain error; 64 usage (a bad option, an invalid name).
 ";
 
 fn main() -> ExitCode {
@@ -90,6 +113,7 @@ struct Options {
     tasks: bool,
     chain: bool,
     json: bool,
+    sign_in: login::SignInOptions,
 }
 
 fn parse(args: &[String]) -> Result<(String, Options), Usage> {
@@ -128,6 +152,10 @@ fn parse(args: &[String]) -> Result<(String, Options), Usage> {
             "--no-tasks" => o.tasks = false,
             "--no-chain" => o.chain = false,
             "--json" => o.json = true,
+            "--client-id" => o.sign_in.client_id = Some(value()?),
+            "--client-secret" => o.sign_in.client_secret = Some(value()?),
+            "--client-metadata-url" => o.sign_in.client_metadata_url = Some(value()?),
+            "--no-browser" => o.sign_in.no_browser = true,
             other => return Err(Usage(format!("unknown option {other}"))),
         }
     }
@@ -144,6 +172,7 @@ fn empty_options() -> Options {
         tasks: true,
         chain: true,
         json: false,
+        sign_in: login::SignInOptions::default(),
     }
 }
 
@@ -163,7 +192,8 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     let (command, o) = parse(args)?;
     let mut client = Client::new(&o.url, prompt::Prompter::new())
         .with_wire(o.wire)
-        .with_tasks(o.tasks);
+        .with_tasks(o.tasks)
+        .with_oauth(login::oauth(&o.sign_in));
     let outcome = match command.as_str() {
         "--help" | "-h" | "help" => {
             print!("{}", help());
@@ -173,6 +203,25 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
             for t in tools {
                 print_tool(&t);
             }
+            ExitCode::SUCCESS
+        }),
+        "login" => client.sign_in().map(|()| {
+            if let Some(g) = client.grant() {
+                eprintln!(
+                    "Signed in to {} by {}{}",
+                    o.url,
+                    g.issuer,
+                    if g.scopes.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (scopes: {})", g.scopes.join(" "))
+                    }
+                );
+            }
+            ExitCode::SUCCESS
+        }),
+        "logout" => client.sign_out().map(|()| {
+            eprintln!("Signed out of {}", o.url);
             ExitCode::SUCCESS
         }),
         "call" => {
