@@ -2,7 +2,8 @@
 # Installs whatever is missing, and nothing that is already there:
 # the wasm32 target, worker-build, wasm-bindgen-cli (at the Cargo.lock
 # version), the npm packages (wrangler, Node 22, the MCP clients, the
-# conformance suite) and a local dev key in .dev.vars.
+# conformance suite, puppeteer-core), Debian's Chromium (for the MCP Apps
+# test) and a local dev key in .dev.vars.
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -30,6 +31,17 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   log "installing npm packages"
   npm ci --no-audit --no-fund
   touch node_modules/.package-lock.json
+fi
+
+# The MCP Apps test renders a view in a headless browser: Debian's Chromium,
+# driven by puppeteer-core (which downloads no browser of its own).
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (apt)"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq chromium; }; then
+    log "could not install chromium: the MCP Apps test (tests/e2e/apps.test.mjs) will fail"
+  fi
 fi
 
 # wrangler dev reads the .dev.vars beside each worker's wrangler.toml: the

@@ -5,7 +5,8 @@
 #   2. cargo test --workspace: the sans-IO core, the fixtures worker through
 #      the test server, the quickstart's tests, the guide's doctests; then
 #      both crates packaged as a registry gets them (scripts/package-check.sh)
-#   3. the fixtures worker build
+#   3. the worker builds: the fixtures worker, and the quickstart (which the
+#      MCP Apps test serves)
 #   4. end-to-end tests (node --test tests/e2e) against wrangler dev instances
 #      they start themselves (free port, fresh --persist-to, stopped by PID),
 #      the quickstart copied out of the repo and built as a user would
@@ -70,13 +71,15 @@ gate "cargo clippy" cargo clippy --workspace --all-targets --quiet -- -D warning
 gate "cargo clippy (wasm32)" cargo clippy --workspace --exclude durable-mcp-client --target wasm32-unknown-unknown --quiet -- -D warnings
 suite "cargo test" cargo_counts cargo test --workspace
 gate "crates package (cargo publish --dry-run, allow-listed files)" bash scripts/package-check.sh
-gate "worker build" bash scripts/build.sh fixtures
+gate "worker build" bash scripts/build.sh all
 if [ -f "$FIXTURES_DIR/build/worker/shim.mjs" ]; then
   # Node 22 for the tests and the tools they start.
   suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs' 'tests/e2e/oauth/*.test.mjs'
   suite "conformance 2026-07-28" conformance_counts with_node22 node tests/conformance/run.mjs 2026-07-28
   suite "conformance 2025-11-25" conformance_counts with_node22 node tests/conformance/run.mjs 2025-11-25
 fi
+suite "conformance client 2026-07-28" conformance_counts with_node22 node tests/conformance/client.mjs 2026-07-28
+suite "conformance client 2025-11-25" conformance_counts with_node22 node tests/conformance/client.mjs 2025-11-25
 
 read -r passed failed < <(awk '{p += $1; f += $2} END {print p+0, f+0}' "$counts")
 echo

@@ -28,6 +28,9 @@ pub enum ErrorKind {
     HeaderMismatch,
     /// The tool needs a client capability that was not declared (`-32021`, 400).
     MissingCapability,
+    /// The request needs the user at a URL first, and the client cannot be
+    /// sent a URL-mode elicitation (`-32042`, 400; `data.elicitations`).
+    UrlElicitationRequired,
     /// The protocol version is not one we speak (`-32022`, 400).
     UnsupportedVersion,
     /// `Origin` or `Host` not allowed (`-32600`, 403).
@@ -138,6 +141,7 @@ impl McpError {
             ErrorKind::SessionNotFound => -32001,
             ErrorKind::RequestCancelled => -32800,
             ErrorKind::MissingCapability => -32021,
+            ErrorKind::UrlElicitationRequired => -32042,
             ErrorKind::UnsupportedVersion => -32022,
             ErrorKind::Internal => -32603,
         }
@@ -152,6 +156,7 @@ impl McpError {
             | ErrorKind::InvalidState
             | ErrorKind::HeaderMismatch
             | ErrorKind::MissingCapability
+            | ErrorKind::UrlElicitationRequired
             | ErrorKind::UnsupportedVersion
             | ErrorKind::RequestCancelled => 400,
             ErrorKind::Unauthorized => 401,

@@ -1,7 +1,8 @@
 #![doc = include_str!("../docs/GUIDE.md")]
 //!
 //! # Layout of the crate
-//! - [`app`]: what you build with: [`Registry`], [`Tool`], typed results, [`Bindings`].
+//! - [`app`]: what you build with: [`Registry`], [`Tool`], typed results, [`Bindings`],
+//!   MCP Apps views ([`app::ui`]), skills ([`app::skills`], [`include_skills!`]).
 //! - [`auth`]: who is calling: the bearer credential, `API_TOKENS`.
 //! - [`engine`]: the replay engine, [`Cx`] and the journal.
 //! - [`server`]: classify a request, dispatch it, build the reply.
@@ -21,6 +22,7 @@
 pub mod app;
 pub mod auth;
 pub mod effects;
+pub mod elicitation;
 pub mod engine;
 mod entry;
 pub mod error;
@@ -43,10 +45,14 @@ pub use server::task;
 pub mod worker;
 
 pub use app::{
-    content, text, Bindings, CallToolResult, Json, Prompt, Registry, Resource, ResourceTemplate,
-    TaskSupport, Tool,
+    content, text, Bindings, CallToolResult, Json, Page, PageReply, Prompt, Registry, Resource,
+    ResourceTemplate, TaskSupport, Tool, View,
 };
-pub use engine::{ask, form, Cx, ElicitResult, Elicitation, SampleResult, ToolError};
+pub use app::{Skill, SkillError};
+pub use engine::{
+    ask, form, Cx, ElicitResult, Elicitation, SampleResult, ToolError, UrlCompletion,
+    UrlElicitation,
+};
 #[doc(hidden)]
 pub use entry::check_entry;
 pub use entry::IntoRegistry;

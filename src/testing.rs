@@ -170,6 +170,8 @@ pub struct TestReply {
     pub json: Value,
     /// Every SSE message, when streamed.
     pub events: Vec<Value>,
+    /// The body as text (a page's HTML), when it is not a stream.
+    pub text: String,
 }
 
 impl TestReply {
@@ -475,10 +477,15 @@ fn read(reply: Reply) -> TestReply {
         }
         Body::Empty => (Value::Null, vec![]),
     };
+    let text = match &resp.body {
+        Body::Bytes(b) => String::from_utf8_lossy(b).into_owned(),
+        _ => String::new(),
+    };
     TestReply {
         status: resp.status,
         headers: resp.headers,
         json,
         events,
+        text,
     }
 }

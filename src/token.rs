@@ -69,6 +69,23 @@ impl KeyRing {
         let (_, mac) = self.keys.iter().find(|(k, _)| k == kid)?;
         Some(mac.clone())
     }
+
+    /// The id of the key new things are sealed with (the first).
+    pub(crate) fn current(&self) -> Option<&str> {
+        self.keys.first().map(|(k, _)| k.as_str())
+    }
+
+    /// A MAC of `parts` under key `kid`, in the domain `domain` (each part
+    /// length-prefixed, so no two lists of parts make the same input).
+    pub(crate) fn tag(&self, kid: &str, domain: &[u8], parts: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut mac = self.mac(kid)?;
+        mac.update(domain);
+        for p in parts {
+            mac.update(&(p.len() as u64).to_be_bytes());
+            mac.update(p);
+        }
+        Some(mac.finalize().into_bytes().to_vec())
+    }
 }
 
 /// What a token says. Everything is inside the MAC.

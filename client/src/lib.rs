@@ -189,6 +189,8 @@ pub struct Client {
     extra: extra::Extra,
     /// How to sign in when the server asks (none: a 401 is an error).
     sign_in: Option<std::cell::RefCell<oauth::SignIn>>,
+    /// Declare URL-mode elicitation (`elicitation.url`).
+    url_elicitation: bool,
 }
 
 impl Client {
@@ -211,6 +213,25 @@ impl Client {
             resume_token: None,
             extra: extra::Extra::default(),
             sign_in: None,
+            url_elicitation: false,
+        }
+    }
+
+    /// Declares URL-mode elicitation (`elicitation.url`, default off): the
+    /// handler's `elicit` then also gets `{mode: "url", url, message}`
+    /// requests, answered `accept` once the user is done at the URL (a
+    /// server that waits for its page asks again until the page says so).
+    pub fn with_url_elicitation(mut self, on: bool) -> Self {
+        self.url_elicitation = on;
+        self
+    }
+
+    /// The `elicitation` capability this client declares.
+    pub(crate) fn elicitation_caps(&self) -> Value {
+        if self.url_elicitation {
+            json!({"form": {}, "url": {}})
+        } else {
+            json!({"form": {}})
         }
     }
 

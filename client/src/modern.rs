@@ -65,7 +65,7 @@ fn code(e: &Error) -> Option<i64> {
 impl Client {
     /// The capabilities this client declares on a request.
     fn capabilities(&self) -> Value {
-        let mut caps = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+        let mut caps = json!({"elicitation": self.elicitation_caps(), "sampling": {}, "roots": {}});
         if self.tasks {
             caps["extensions"] = json!({ TASKS: {} });
         }

@@ -43,7 +43,7 @@ impl Client {
     }
 
     fn session_capabilities(&self) -> Value {
-        let mut caps = json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}});
+        let mut caps = json!({"elicitation": self.elicitation_caps(), "sampling": {}, "roots": {}});
         if self.resumable {
             caps["resumableRequests"] = json!({});
         }

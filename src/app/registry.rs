@@ -5,7 +5,9 @@ use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
+use super::skills::Skill;
 use super::tool::Tool;
+use super::ui::{is_view_uri, View};
 use crate::engine::{boxed, BoxedHandler, Handler};
 
 /// Completes one argument: `(argument name, partial value, other arguments)`
@@ -45,6 +47,13 @@ impl Resource {
     /// Its `resources/list` entry.
     pub fn listing(&self) -> Value {
         Value::Object(self.meta.clone())
+    }
+}
+
+impl From<View> for Resource {
+    fn from(view: View) -> Self {
+        let (uri, meta, handler) = view.into_parts();
+        Self { uri, meta, handler }
     }
 }
 
@@ -164,6 +173,12 @@ pub struct Registry {
     pub(crate) templates: Vec<ResourceTemplate>,
     pub(crate) prompts: Vec<Prompt>,
     pub(crate) state: Option<Rc<dyn Any>>,
+    /// Pages served beside `/mcp` ([`Registry::page`]).
+    pub(crate) pages: Vec<super::page::PageRoute>,
+    /// Skills ([`Registry::skill`]), sorted by URI, and all their files as
+    /// resources (each once: a nested skill's are its parent's too).
+    pub(crate) skills: Vec<Skill>,
+    pub(crate) skill_files: Vec<Resource>,
 }
 
 impl Registry {
@@ -197,12 +212,65 @@ impl Registry {
         self
     }
 
+    /// Adds an MCP Apps view: a `ui://` page that tools name with
+    /// [`Tool::view`]. A server with a view declares the extension.
+    pub fn view(&mut self, view: View) -> &mut Self {
+        self.resource(view.into())
+    }
+
+    /// Whether it serves an MCP Apps view.
+    pub(crate) fn has_views(&self) -> bool {
+        self.resources.iter().any(|r| is_view_uri(&r.uri))
+    }
+
+    /// Serves a skill (the skills extension, SEP-2640): listed by
+    /// `skills/list`, each file a resource at `skill://…`. A server with a
+    /// skill declares the extension. See [`Skill`].
+    pub fn skill(&mut self, skill: Skill) -> &mut Self {
+        self.skills([skill])
+    }
+
+    /// Serves skills: what [`include_skills!`](crate::include_skills) read.
+    pub fn skills(&mut self, skills: impl IntoIterator<Item = Skill>) -> &mut Self {
+        for skill in skills {
+            self.skills.retain(|s| s.uri() != skill.uri());
+            self.skills.push(skill);
+        }
+        self.skills.sort_by_key(Skill::uri);
+        // Made again from every skill: a file can belong to several.
+        self.skill_files = (self.skills.iter().flat_map(Skill::resources))
+            .map(|(uri, meta, handler)| Resource { uri, meta, handler })
+            .collect();
+        self.skill_files.sort_by(|a, b| a.uri.cmp(&b.uri));
+        self.skill_files.dedup_by(|a, b| a.uri == b.uri);
+        self
+    }
+
     /// Adds a resource template.
     pub fn template(&mut self, t: ResourceTemplate) -> &mut Self {
         self.templates.retain(|x| x.template != t.template);
         self.templates.push(t);
         self.templates.sort_by(|a, b| a.template.cmp(&b.template));
         self
+    }
+
+    /// Serves `handler` at `path` (GET and POST), beside `/mcp`: a page
+    /// that a URL-mode elicitation sends the user to, and that can complete
+    /// it ([`PageReply::complete`](crate::PageReply::complete)). See
+    /// [`Page`](crate::Page).
+    pub fn page(
+        &mut self,
+        path: &str,
+        handler: impl Fn(&super::page::Page) -> super::page::PageReply + 'static,
+    ) -> &mut Self {
+        self.pages.retain(|p| p.path != path);
+        self.pages.push(super::page::PageRoute::new(path, handler));
+        self
+    }
+
+    /// The page served at `path`.
+    pub(crate) fn find_page(&self, path: &str) -> Option<&super::page::PageRoute> {
+        self.pages.iter().find(|p| p.path == path)
     }
 
     /// Adds a prompt.

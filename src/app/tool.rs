@@ -5,6 +5,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{json, Map, Value};
 
 use super::result::{CallToolResult, IntoToolResult};
+use super::ui::{self, Visibility};
 use crate::engine::{boxed_map, BoxedHandler, Handler};
 use crate::schema::object_schema;
 
@@ -103,6 +104,26 @@ impl Tool {
     /// OAuth configured, it has no effect.
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Names the MCP Apps view that shows this tool's results
+    /// (`_meta.ui.resourceUri`): a `ui://` page registered with
+    /// [`Registry::view`](super::Registry::view). A host that speaks the
+    /// extension renders it and hands it the call's arguments and result;
+    /// the result's `structuredContent` is what it renders, and its
+    /// `content` stays the text for the model (and for other hosts).
+    pub fn view(mut self, uri: &str) -> Self {
+        ui::name_view(&mut self.meta, uri);
+        self
+    }
+
+    /// Who may call this tool (`_meta.ui.visibility`): the model, the app
+    /// (a view of this server, through the host), or both, as when unset.
+    /// `[Visibility::App]` keeps a view's own actions (a refresh button)
+    /// out of the model's tool list; the host enforces it.
+    pub fn visibility(mut self, who: impl IntoIterator<Item = Visibility>) -> Self {
+        ui::set_visibility(&mut self.meta, who);
         self
     }
 

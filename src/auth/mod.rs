@@ -37,8 +37,8 @@ pub use keys::{jwks_uri, KeySet, JWKS_REFETCH_MS};
 pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig, JWKS_MAX_AGE_MS, SKEW_MS};
 pub use resource::{
     authenticate, check, finish, insufficient_scope, is_metadata_path, metadata, metadata_url,
-    require, resource_uri, unauthorized, Checked, Credentials, KeyError, KeyVerifier, Refusal,
-    VerifyFuture, METADATA_PATH,
+    origin_of, require, resource_uri, unauthorized, Checked, Credentials, KeyError, KeyVerifier,
+    Refusal, VerifyFuture, METADATA_PATH,
 };
 pub use seen::SeenTokens;
 

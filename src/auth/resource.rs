@@ -32,6 +32,13 @@ pub fn resource_uri(host: Option<&str>) -> String {
     format!("{scheme}://{host}/mcp")
 }
 
+/// This server's origin as a request reached it (`http` on loopback, else
+/// `https`): where its pages are, for a relative URL-elicitation URL.
+pub fn origin_of(host: Option<&str>) -> String {
+    let uri = resource_uri(host);
+    uri.strip_suffix("/mcp").unwrap_or(&uri).to_string()
+}
+
 /// The metadata URL a challenge names: the path-suffixed form.
 pub fn metadata_url(resource: &str) -> String {
     let origin = resource.strip_suffix("/mcp").unwrap_or(resource);

@@ -31,6 +31,9 @@ use crate::protocol::{object, ListKind, LogLevel};
 pub struct ClientCaps {
     /// `elicitation` (form mode at least).
     pub elicitation: bool,
+    /// `elicitation.url`: URL-mode elicitations may be sent.
+    #[serde(default)]
+    pub elicitation_url: bool,
     /// `sampling`.
     pub sampling: bool,
     /// `roots`.
@@ -61,8 +64,13 @@ impl ClientCaps {
             .and_then(|c| c.get("extensions"))
             .and_then(|e| e.get(crate::protocol::versions::TASKS_EXTENSION))
             .is_some_and(|v| !v.is_null());
+        let url = caps
+            .and_then(|c| c.get("elicitation"))
+            .and_then(|e| e.get("url"))
+            .is_some_and(|v| !v.is_null());
         Self {
             elicitation: has("elicitation"),
+            elicitation_url: url,
             sampling: has("sampling"),
             roots: has("roots"),
             tasks,
@@ -73,6 +81,7 @@ impl ClientCaps {
     pub fn all() -> Self {
         Self {
             elicitation: true,
+            elicitation_url: true,
             sampling: true,
             roots: true,
             tasks: false,
@@ -217,6 +226,9 @@ struct State {
     /// The scopes this call needs whatever it asks (server-wide and the
     /// tool's): a step-up challenge names them with the new ones.
     base_scopes: Vec<String>,
+    /// URL-mode elicitation ids and sealed values, where the server keeps
+    /// this call between rounds (none: `elicit_url` is refused).
+    out_of_band: Option<super::url::OutOfBand>,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -245,6 +257,14 @@ impl Cx {
             }),
             app: None,
         }
+    }
+
+    /// Lets the body send URL-mode elicitations ([`Cx::elicit_url`]): the
+    /// server keeps this call between rounds and records a page's answer
+    /// against it.
+    pub fn with_out_of_band(self, oob: super::url::OutOfBand) -> Self {
+        self.inner.borrow_mut().out_of_band = Some(oob);
+        self
     }
 
     /// Names the call (`call_id`) and says whether its rounds are accepted
@@ -414,6 +434,74 @@ impl Cx {
             }
             "decline" => Ok(Elicitation::Declined),
             _ => Ok(Elicitation::Cancelled),
+        }))
+    }
+
+    /// Sends the user to a page (`elicitation/create` in URL mode, SEP-1036)
+    /// and pauses until the page completes the elicitation — a page this
+    /// worker serves ([`Registry::page`](crate::Registry::page)), which
+    /// answers with [`PageReply::complete`](crate::PageReply::complete).
+    /// The `elicitationId` goes into `url` at `{elicitationId}`, else as the
+    /// query parameter `elicitationId`; it names this call, this key and the
+    /// caller, and cannot be forged. The user's consent in the client is not
+    /// the answer: the call waits for the page, across rounds, restarts and
+    /// deploys, as long as the call lives. A decline or cancel in the
+    /// client is the answer.
+    ///
+    /// Only where the server keeps the call: a durable tool
+    /// ([`Tool::durable`](crate::Tool::durable)), a session, a task (else an
+    /// internal error). A client that did not declare `elicitation.url`
+    /// gets `-32042` (URL elicitation required) with the elicitation in
+    /// `data.elicitations`, as the spec says.
+    pub fn elicit_url(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        url: &str,
+    ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
+        use super::url::{absolute, with_id, UrlCompletion, UrlElicitation};
+        let (oob, url_ok, answered) = {
+            let st = self.inner.borrow();
+            (
+                st.out_of_band.clone(),
+                st.caps.elicitation_url,
+                st.journal.answers.contains_key(key),
+            )
+        };
+        let Some(oob) = oob else {
+            return ready(Err(ToolError::Protocol(McpError::internal(
+                "cx.elicit_url needs a call the server keeps between rounds: \
+                 make the tool durable (Tool::durable), or call it in a session or a task",
+            ))));
+        };
+        let id = (oob.id)(key);
+        let params = json!({
+            "mode": "url",
+            "message": message.into(),
+            "url": with_id(&absolute(&oob.origin, url), &id),
+            "elicitationId": id,
+        });
+        if !url_ok && !answered {
+            return ready(Err(ToolError::Protocol(
+                McpError::new(
+                    crate::error::ErrorKind::UrlElicitationRequired,
+                    "This request requires the user to complete an action at a URL first",
+                )
+                .with_data(json!({ "elicitations": [params] })),
+            )));
+        }
+        let answer = self.ask(key, "elicitation/create", params);
+        ready(answer.map(|v| match v["action"].as_str() {
+            Some("accept") => {
+                let data = v["content"].as_object().cloned().unwrap_or_default();
+                let secrets = v["sealed"]
+                    .as_str()
+                    .and_then(|s| (oob.open)(s))
+                    .unwrap_or_default();
+                UrlElicitation::Completed(UrlCompletion::new(data, secrets))
+            }
+            Some("decline") => UrlElicitation::Declined,
+            _ => UrlElicitation::Cancelled,
         }))
     }
 

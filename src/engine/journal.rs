@@ -64,6 +64,16 @@ impl InputRequest {
         matches!(self.method.as_str(), CHECKPOINT | TIMER | DETACH)
     }
 
+    /// The `elicitationId` of a URL-mode elicitation (`None` for anything
+    /// else, and for a request whose params a sealed token dropped): its
+    /// answer comes from the page the user was sent to, not the client.
+    pub fn url_elicitation_id(&self) -> Option<&str> {
+        if self.method != "elicitation/create" || self.params["mode"] != "url" {
+            return None;
+        }
+        self.params["elicitationId"].as_str()
+    }
+
     /// A timer's duration in milliseconds (`None` for other requests).
     pub fn timer_ms(&self) -> Option<u64> {
         (self.method == TIMER).then(|| self.params["ms"].as_u64().unwrap_or(0))
@@ -89,6 +99,19 @@ impl InputRequest {
         // A tuple serializes as the array `[method, params]`: the same bytes
         // as building that array, without copying the params into it.
         digest_bytes(&serde_json::to_vec(&(&self.method, &self.params)).unwrap_or_default())
+    }
+
+    /// The JSON form of an input request in a 2026-07-28 result
+    /// (`inputRequests`): as [`into_json`](Self::into_json), less a URL
+    /// elicitation's `elicitationId`, which that revision dropped (the id
+    /// still travels in the URL, where the page reads it).
+    pub fn into_modern_json(mut self) -> Value {
+        if self.url_elicitation_id().is_some() {
+            if let Some(p) = self.params.as_object_mut() {
+                p.remove("elicitationId");
+            }
+        }
+        self.into_json()
     }
 
     /// The JSON form used on the wire (`{method, params}`).
@@ -165,7 +188,12 @@ impl Journal {
     /// a durable call's, a session's) stays whole, since it is shown again.
     pub fn compacted(mut self) -> Self {
         for request in self.pending.values_mut() {
-            if !request.is_internal() && request.digest.is_none() {
+            // A URL elicitation keeps its (small) params: its id is what
+            // tells the user's consent from the page's completion.
+            if !request.is_internal()
+                && request.digest.is_none()
+                && request.url_elicitation_id().is_none()
+            {
                 request.digest = Some(request.digest());
                 request.params = Value::Null;
             }
@@ -195,6 +223,11 @@ impl Journal {
 
     /// Records client answers to pending requests. Keys that were not asked
     /// are ignored (MRTR: extra keys are ignored). Returns how many were taken.
+    ///
+    /// A client's `accept` of a URL-mode elicitation is the user's consent
+    /// to open the page, not its outcome: the request stays pending until
+    /// the page completes it ([`Journal::complete_url`]). Its `decline` and
+    /// `cancel` are answers (the user will not go).
     pub fn accept_answers(
         &mut self,
         answers: impl IntoIterator<Item = (String, Result<Value, Value>)>,
@@ -202,9 +235,12 @@ impl Journal {
         let mut taken = 0;
         for (key, outcome) in answers {
             if let Some(req) = self.pending.get(&key) {
-                if outcome
-                    .as_ref()
-                    .map_or(true, |v| answer_fits(req, v).is_ok())
+                let consent = req.url_elicitation_id().is_some()
+                    && outcome.as_ref().is_ok_and(|v| v["action"] == "accept");
+                if !consent
+                    && outcome
+                        .as_ref()
+                        .map_or(true, |v| answer_fits(req, v).is_ok())
                 {
                     let asked = req.digest();
                     self.pending.remove(&key);
@@ -214,6 +250,43 @@ impl Journal {
             }
         }
         taken
+    }
+}
+
+impl Journal {
+    /// Completes the pending URL-mode elicitation `key` from its page: its
+    /// answer is `accept` with the page's `content` (form values) and, if
+    /// the page sealed any, `sealed` (opened only for the tool). Refused
+    /// (with why) unless `key` is pending as the URL elicitation
+    /// `elicitation_id`: a replayed or foreign completion changes nothing.
+    pub fn complete_url(
+        &mut self,
+        key: &str,
+        elicitation_id: &str,
+        content: serde_json::Map<String, Value>,
+        sealed: Option<String>,
+    ) -> Result<(), &'static str> {
+        let Some(req) = self.pending.get(key) else {
+            return Err("not waiting for this elicitation");
+        };
+        if req.url_elicitation_id() != Some(elicitation_id) {
+            return Err("not waiting for this elicitation");
+        }
+        let mut answer = serde_json::json!({"action": "accept", "content": content});
+        if let Some(s) = sealed {
+            answer["sealed"] = Value::String(s);
+        }
+        answer_fits(req, &answer).map_err(|_| "the page's values are not form values")?;
+        let asked = req.digest();
+        self.pending.remove(key);
+        self.answers.insert(
+            key.to_string(),
+            Answer {
+                asked,
+                outcome: Ok(answer),
+            },
+        );
+        Ok(())
     }
 }
 

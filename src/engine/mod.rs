@@ -14,6 +14,7 @@
 mod cx;
 mod handler;
 mod journal;
+mod url;
 
 use std::collections::BTreeMap;
 
@@ -25,6 +26,7 @@ pub use journal::{
     answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Journal, CHECKPOINT,
     DETACH, JOURNAL_VERSION, TIMER,
 };
+pub use url::{OutOfBand, UrlCompletion, UrlElicitation};
 
 use crate::error::{ErrorKind, McpError};
 

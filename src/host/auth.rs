@@ -104,7 +104,7 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
     };
     // The metadata and CORS preflights are for anyone; other paths get
     // their 404 without a word about auth.
-    if req.path != "/mcp" || req.method == "OPTIONS" {
+    if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
         return Pending::Done(Ok(Caller::default()));
     }
     let authorization = req.header("authorization");
@@ -139,7 +139,7 @@ fn admit(
     let Some(oauth) = &server.config.oauth else {
         return Authenticated::Yes;
     };
-    if req.path != "/mcp" || req.method == "OPTIONS" {
+    if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
         return Authenticated::Yes;
     }
     if !oauth.scopes.is_empty() {
@@ -180,7 +180,7 @@ pub fn authenticate_props(
         }
         return Ok(());
     }
-    if req.path != "/mcp" || req.method == "OPTIONS" {
+    if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
         return Ok(());
     }
     // The same refusal the server makes for a request with no caller.

@@ -9,27 +9,15 @@
 //!   changes to them.
 
 use super::route::{
-    CALL_ID_HEADER, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER, TASK_ID_HEADER,
+    CALL_ID_HEADER, ELICITATION_HEADER, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER,
+    TASK_ID_HEADER,
 };
+use super::Stores;
 use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
-use crate::server::task::{TaskHost, TaskStore};
+use crate::server::task::TaskHost;
 use crate::server::{error_response, Durable, Env, Place, Server};
-use crate::session::SessionStore;
-use crate::store::CallStore;
-
-/// An object's storage, as the kinds of stateful instance see it. All are
-/// views of the same object storage; none writes until it must, so an
-/// object that serves nothing stores nothing.
-pub struct Stores<'a> {
-    /// A durable call's storage.
-    pub call: &'a dyn CallStore,
-    /// A session's storage.
-    pub session: &'a dyn SessionStore,
-    /// A task's storage.
-    pub task: &'a dyn TaskStore,
-}
 
 /// Serves a request the Worker forwarded to this object.
 pub async fn handle_in_object(
@@ -38,6 +26,10 @@ pub async fn handle_in_object(
     env: &Env,
     stores: &Stores<'_>,
 ) -> Reply {
+    // A page completing an elicitation of a call kept here.
+    if req.header(ELICITATION_HEADER).is_some() {
+        return super::page::serve(server, req, env, super::page::Keeper::Object(stores)).await;
+    }
     match req.header(HUB_HEADER) {
         Some("listen") => return server.serve(req, env, Place::Worker, true, None).await,
         Some("broadcast") => {

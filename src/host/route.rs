@@ -46,11 +46,15 @@ pub(super) const CALL_ID_HEADER: &str = "x-durable-mcp-call-id";
 pub(super) const SESSION_ID_HEADER: &str = "x-durable-mcp-session-id";
 /// The task id, on requests to a task's object.
 pub(super) const TASK_ID_HEADER: &str = "x-durable-mcp-task-id";
+/// Set on a page request the Worker sends to the object that keeps the
+/// call its (verified) `elicitationId` names.
+pub(super) const ELICITATION_HEADER: &str = "x-durable-mcp-elicitation";
 /// Set when the Worker minted the session id for an `initialize`.
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
 /// `listen` or `broadcast`, on requests to the hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 6] = [
+const INTERNAL_HEADERS: [&str; 7] = [
+    ELICITATION_HEADER,
     CALL_ID_HEADER,
     SESSION_ID_HEADER,
     SESSION_NEW_HEADER,
@@ -130,6 +134,9 @@ pub struct Local {
 
 /// Serves a [`Route::Local`] request.
 pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: Local) -> Reply {
+    if super::page::is_page(server, &req.path) {
+        return super::page::serve(server, req, env, super::page::Keeper::Worker).await;
+    }
     server
         .serve(req, env, Place::Worker, false, local.body)
         .await
@@ -177,6 +184,9 @@ fn object_for(
     env: &Env,
     msg: Option<&Value>,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
+    if super::page::is_page(server, &req.path) {
+        return page_object(server, req);
+    }
     // The objects trust the Worker's checks: anything that fails them
     // stays here and gets its error. Objects serve GET, POST and DELETE
     // only; anything else is refused here (405).
@@ -251,6 +261,39 @@ fn object_for(
     Some((call_object_name(&call_id), vec![(CALL_ID_HEADER, call_id)]))
 }
 
+/// The object keeping the call a page request's `elicitationId` names —
+/// only for an id this server issued, to the caller making the request.
+fn page_object(
+    server: &Server,
+    req: &HttpRequest,
+) -> Option<(String, Vec<(&'static str, String)>)> {
+    if !matches!(req.method.as_str(), "GET" | "POST") {
+        return None;
+    }
+    let caller = super::page::admit(server, req).ok()?;
+    let (id, claims) = super::page::named_elicitation(server, req, &caller)?;
+    use crate::elicitation::Home;
+    let mut internal = vec![(ELICITATION_HEADER, id)];
+    let name = match claims.home {
+        Home::Call(call_id) => {
+            let name = call_object_name(&call_id);
+            internal.push((CALL_ID_HEADER, call_id));
+            name
+        }
+        Home::Session(session_id, _) => {
+            let name = format!("session:{session_id}");
+            internal.push((SESSION_ID_HEADER, session_id));
+            name
+        }
+        Home::Task(task_id) => {
+            let name = format!("task:{task_id}");
+            internal.push((TASK_ID_HEADER, task_id));
+            name
+        }
+    };
+    Some((name, internal))
+}
+
 /// A new durable call's id: fresh randomness, led by the shard it lives in
 /// when calls are sharded (`s<n>-<hex>`), so that the id alone names its
 /// object whatever `CALL_SHARDS` says later.
@@ -316,9 +359,15 @@ fn forwarded(req: &HttpRequest, internal: &[(&str, String)]) -> HttpRequest {
         .cloned()
         .collect();
     headers.extend(internal.iter().map(|(k, v)| (k.to_string(), v.clone())));
+    // A page keeps its path (and query); everything else is /mcp.
+    let path = if internal.iter().any(|(k, _)| *k == ELICITATION_HEADER) {
+        req.path.clone()
+    } else {
+        "/mcp".into()
+    };
     HttpRequest {
         method: req.method.clone(),
-        path: "/mcp".into(),
+        path,
         headers,
         body: req.body.clone(),
     }

@@ -255,13 +255,30 @@ pub(crate) async fn run_round(
     }
     journal.accept_answers(taken);
 
-    let cx = Cx::new(journal, input.caps)
+    let mut cx = Cx::new(journal, input.caps)
         .with_caller(ctx.caller.clone(), ctx.resource.clone())
         .with_call(sid.clone(), durable.is_some())
         .with_offered(offered)
         .with_progress_token(input.progress_token)
         .with_log_level(input.log_level.as_deref())
         .with_task_mode(input.task_mode);
+    // A durable call's object keeps it, and a call that becomes a task
+    // here is kept by the task: a page can answer it there.
+    let home = match (durable, ctx.task) {
+        (Some(_), _) => Some(crate::elicitation::Home::Call(sid.clone())),
+        (None, Some(t)) if input.task_mode == TaskMode::Allowed => {
+            Some(crate::elicitation::Home::Task(t.task_id.clone()))
+        }
+        _ => None,
+    };
+    if let Some(home) = home {
+        cx = cx.with_out_of_band(super::out_of_band(
+            server,
+            home,
+            &ctx.principal.0,
+            &ctx.origin,
+        ));
+    }
     // The claim is written only if the body has to wait (for I/O, in the
     // Worker): until the first poll returns, no other request can run in
     // this object, and the write lands in the same storage transaction as

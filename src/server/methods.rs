@@ -62,13 +62,20 @@ pub(crate) fn stateless_method(
     p: &Map<String, Value>,
 ) -> Option<Result<Value, McpError>> {
     let registry = &server.registry;
+    if let Some(result) = super::skills::method(registry, method, p) {
+        return Some(result.map(|mut r| {
+            add_cache_fields(server, &mut r);
+            r
+        }));
+    }
     Some(Ok(match method {
         "server/discover" => discover(server),
         "tools/list" => list(server, "tools", registry.tools.iter().map(|t| t.listing())),
         "resources/list" => list(
             server,
             "resources",
-            registry.resources.iter().map(|r| r.listing()),
+            (registry.resources.iter().map(|r| r.listing()))
+                .chain(super::skills::listings(registry)),
         ),
         "resources/templates/list" => list(
             server,
@@ -155,12 +162,16 @@ pub(crate) fn capabilities() -> Value {
 }
 
 /// The stateless wire's capabilities, plus the tasks extension when a tool
-/// can run as a task.
+/// can run as a task, MCP Apps when a view is served, skills when a skill is.
 fn modern_capabilities(server: &Server) -> Value {
     let mut caps = capabilities();
     if server.registry.tools.iter().any(|t| t.task.is_some()) {
         caps["extensions"] = json!({ TASKS_EXTENSION: {} });
     }
+    if server.registry.has_views() {
+        crate::app::declare_ui_extension(&mut caps);
+    }
+    super::skills::declare(&server.registry, &mut caps);
     caps
 }
 
@@ -184,6 +195,9 @@ fn list(server: &Server, key: &str, items: impl Iterator<Item = Value>) -> Value
 
 fn find_resource<'a>(server: &'a Server, uri: &str) -> Result<Target<'a>, McpError> {
     if let Some(r) = server.registry.resources.iter().find(|r| r.uri == uri) {
+        return Ok(Target::Resource(r));
+    }
+    if let Some(r) = super::skills::file(&server.registry, uri) {
         return Ok(Target::Resource(r));
     }
     for t in &server.registry.templates {

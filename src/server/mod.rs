@@ -14,6 +14,7 @@
 //! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
 //! - `call.rs`: one round of a call on any wire; durable mode.
 //! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
+//! - `skills.rs`: the skills extension's methods (`skills/*`, `resources/directory/read`).
 //! - `task/`: the tasks extension, on top of `call.rs` and `mrtr.rs`;
 //!   `methods.rs` hands it task calls and `tasks/*`.
 
@@ -22,8 +23,10 @@ mod config;
 mod methods;
 mod modern;
 mod mrtr;
+mod out_of_band;
 mod request;
 mod saga;
+mod skills;
 mod streamless;
 pub mod task;
 
@@ -34,7 +37,9 @@ pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
+pub(crate) use out_of_band::out_of_band;
 pub(crate) use request::{MethodReply, RequestMeta};
+pub(crate) use skills::declare as declare_skills;
 
 use serde_json::Value;
 
@@ -76,6 +81,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) caller: &'a Caller,
     /// This server's canonical resource URI as the request reached it.
     pub(crate) resource: String,
+    /// This server's origin as the request reached it (for pages).
+    pub(crate) origin: String,
     /// Set when the request is served inside a call's Durable Object.
     pub(crate) durable: Option<&'a Durable<'a>>,
     /// Set when the request is served inside a task's Durable Object.
@@ -231,6 +238,7 @@ impl Server {
             principal: &principal,
             caller: &caller,
             resource: self.resource_of(req),
+            origin: crate::auth::origin_of(req.header("host")),
             durable,
             task,
         };

@@ -60,7 +60,7 @@ pub(crate) fn shape(round: Round) -> MethodReply {
             let reqs: Map<String, Value> = requests
                 .into_iter()
                 .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k, r.into_json()))
+                .map(|(k, r)| (k, r.into_modern_json()))
                 .collect();
             // Only internal pauses: a state-only round (the client just retries).
             if reqs.is_empty() {

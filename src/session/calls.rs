@@ -20,6 +20,8 @@ use crate::server::{call_target, run_target, Env, Server};
 pub(super) struct Turn {
     pub(super) caller: crate::auth::Caller,
     pub(super) resource: String,
+    /// This server's origin as the request reached it (for pages).
+    pub(super) origin: String,
 }
 
 /// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
@@ -173,6 +175,77 @@ pub(super) async fn answer(
     }])
 }
 
+/// Why a page's completion of a URL-mode elicitation was not taken.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No such call waiting (unknown, over, or not waiting for it).
+    NotWaiting,
+    /// Its round is running right now: try again.
+    Busy,
+}
+
+/// A page completed URL-mode elicitation `key` of the call `call_id`
+/// (`elicitation_id` verified by the host): the answer goes into the call's
+/// journal, `notifications/elicitation/complete` onto the call's stream,
+/// and when that completes the round the next one runs right here, its
+/// messages following on the stream (held open, or read on resume).
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn complete_url(
+    server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
+    turn_caller: crate::auth::Caller,
+    resource: String,
+    origin: String,
+    call_id: &str,
+    key: &str,
+    elicitation_id: &str,
+    content: serde_json::Map<String, Value>,
+    sealed: Option<String>,
+) -> Result<Result<Vec<Push>, Refused>, McpError> {
+    let Some(meta) = store.meta()? else {
+        return Ok(Err(Refused::NotWaiting));
+    };
+    let found = store
+        .calls()?
+        .into_iter()
+        .find(|c| c.call_id == call_id && !c.state.is_final());
+    let Some(mut call) = found else {
+        return Ok(Err(Refused::NotWaiting));
+    };
+    if running_elsewhere(server, &call, env.now_ms) {
+        return Ok(Err(Refused::Busy));
+    }
+    if call
+        .journal
+        .complete_url(key, elicitation_id, content, sealed)
+        .is_err()
+    {
+        return Ok(Err(Refused::NotWaiting));
+    }
+    let stream = call.stream.clone();
+    let mut messages = vec![notification(
+        "notifications/elicitation/complete",
+        json!({ "elicitationId": elicitation_id }),
+    )];
+    let turn = Turn {
+        caller: turn_caller,
+        resource,
+        origin,
+    };
+    if call.journal.pending.is_empty() || continue_after_checkpoints(&mut call) {
+        messages.extend(run_claimed(server, store, env, &meta, &turn, &mut call).await?);
+    }
+    let events = log_all(store, &stream, &messages)?;
+    store.put_call(&call)?;
+    let close = call.state.is_final() || server.config.sse_polling;
+    Ok(Ok(vec![Push {
+        stream,
+        events,
+        close,
+    }]))
+}
+
 /// Whether another request claimed this call's running round and may still
 /// be running it (a claim older than the claim timeout died with its isolate).
 pub(super) fn running_elsewhere(server: &Server, call: &SessionCall, now_ms: u64) -> bool {
@@ -266,11 +339,24 @@ async fn advance_once(
         }
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
+    let home = crate::elicitation::Home::Session(meta.id.clone(), call.call_id.clone());
     let cx = Cx::new(call.journal.clone(), caps)
         .with_caller(turn.caller.clone(), turn.resource.clone())
         .with_call(idempotency_base(meta, call), true)
         .with_progress_token(progress_token(&call.params))
-        .with_log_level(meta.log_level.as_deref());
+        .with_log_level(meta.log_level.as_deref())
+        .with_out_of_band(crate::server::out_of_band(
+            server,
+            home,
+            &turn.caller.principal,
+            // The session's own origin: a page's request (another host
+            // name, say) must not change what a replay asks.
+            if meta.origin.is_empty() {
+                &turn.origin
+            } else {
+                &meta.origin
+            },
+        ));
     let run = run_target(server, &target, cx, args).await;
     let (outcome, mut messages) = (run.outcome, run.notifications);
     let is_tool = call.method == "tools/call";

@@ -25,6 +25,7 @@ mod resume;
 mod store;
 mod streams;
 
+pub(crate) use calls::{complete_url, Refused};
 pub(crate) use resume::on_alarm;
 pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
 
@@ -106,6 +107,7 @@ async fn handle_inner(
     let turn = calls::Turn {
         caller,
         resource: server.resource_of(req),
+        origin: crate::auth::origin_of(req.header("host")),
     };
     if let Some(v) = req.header("mcp-protocol-version") {
         if !is_session_version(v.trim()) {
@@ -183,6 +185,7 @@ fn initialize(
         last_seen_ms: env.now_ms,
         principal: server.authenticate(req)?.principal,
         alarm_at_ms: None,
+        origin: crate::auth::origin_of(req.header("host")),
     })?;
     // List changes are announced on a call's own stream here (there is no
     // standalone stream in polling mode), so no listChanged is promised.
@@ -190,6 +193,10 @@ fn initialize(
     capabilities["tools"] = json!({});
     capabilities["prompts"] = json!({});
     capabilities["resources"] = json!({"subscribe": true});
+    if server.registry.has_views() {
+        crate::app::declare_ui_extension(&mut capabilities);
+    }
+    crate::server::declare_skills(&server.registry, &mut capabilities);
     let mut result = json!({
         "protocolVersion": version,
         "capabilities": capabilities,

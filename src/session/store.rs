@@ -39,6 +39,10 @@ pub struct SessionMeta {
     /// the alarm works out the next time itself.
     #[serde(default)]
     pub alarm_at_ms: Option<u64>,
+    /// This server's origin as `initialize` reached it: the one the
+    /// session's pages are named under, whoever's request runs a round.
+    #[serde(default)]
+    pub origin: String,
 }
 
 /// Where a call of the session is (seed 003's model).

@@ -114,13 +114,20 @@ pub(crate) async fn read_body(
     Ok(())
 }
 
-/// The path of a serialized URL (`https://host/mcp?x` → `/mcp`).
+/// The path of a serialized URL (`https://host/mcp?x` → `/mcp`). A page's
+/// path keeps its query (`/approve?elicitationId=…`, read by
+/// `host::page`); `/mcp` and the metadata paths never need theirs.
 fn path_of(url: &str) -> String {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     let rest = &url[after_scheme..];
     let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    let end = path.find(['?', '#']).unwrap_or(path.len());
-    path[..end].to_string()
+    let path = path.split('#').next().unwrap_or(path);
+    let bare = path.split('?').next().unwrap_or(path);
+    if bare == "/mcp" || bare.starts_with("/.well-known/") {
+        bare.to_string()
+    } else {
+        path.to_string()
+    }
 }
 
 /// The request sent to a Durable Object, exactly as the router built it,
@@ -134,8 +141,17 @@ pub(crate) fn to_object_request(
     stream: Option<&web_sys::ReadableStream>,
 ) -> Result<web_sys::Request> {
     let body = (stream.is_none() && !http.body.is_empty()).then_some(http.body.as_slice());
+    // A page keeps its path and query (`host::page`); every other request
+    // an object serves is /mcp's.
+    let page_url;
+    let url = if http.path == "/mcp" {
+        "https://durable-mcp.internal/mcp"
+    } else {
+        page_url = format!("https://durable-mcp.internal{}", http.path);
+        &page_url
+    };
     Ok(js::new_request(
-        "https://durable-mcp.internal/mcp",
+        url,
         &http.method,
         &js::join_headers(&http.headers),
         body,

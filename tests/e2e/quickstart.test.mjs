@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { SkillsClient } from '@modelcontextprotocol/client/ext/skills';
 import { startWrangler } from './wrangler.mjs';
 import { callTool, META, startWebhook } from './webhook.mjs';
 import { MODERN } from './modern.mjs';
@@ -97,7 +98,7 @@ async function connect(handlers = {}) {
 test('the copied quickstart lists tools whose schemas come from its Rust types', async () => {
   const client = await connect();
   const { tools } = await client.listTools({}, { cacheMode: 'bypass' });
-  assert.deepEqual(tools.map((t) => t.name), ['add', 'backup', 'check_account_issue', 'deploy', 'initiate_human_handoff']);
+  assert.deepEqual(tools.map((t) => t.name), ['add', 'backup', 'check_account_issue', 'deploy', 'initiate_human_handoff', 'promote']);
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.match(deploy.description, /^Deploys a service: asks where/);
@@ -108,6 +109,38 @@ test('the copied quickstart lists tools whose schemas come from its Rust types',
   assert.equal(add.outputSchema.properties.sum.type, 'number');
   const r = await client.callTool({ name: 'add', arguments: { a: 1, b: 2 } });
   assert.deepEqual(r.structuredContent, { sum: 3 });
+});
+
+test('promote waits for a person to approve on the worker\'s /approve page, then goes on', { timeout: 60_000 }, async () => {
+  const pages = [];
+  const client = new Client(
+    { name: 'quickstart-e2e', version: '0.0.1' },
+    { capabilities: { elicitation: { form: {}, url: {} } }, versionNegotiation: { mode: { pin: MODERN } } },
+  );
+  client.setRequestHandler('elicitation/create', async (req) => {
+    const { mode, url } = req.params;
+    assert.equal(mode, 'url');
+    if (pages.length === 0) {
+      // The person opens the page and posts its form.
+      const form = await fetch(url);
+      const html = await form.text();
+      pages.push([form.status, html]);
+      const id = /name=elicitationId value="([^"]+)"/.exec(html)?.[1];
+      const posted = await fetch(new URL('/approve', url), {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin: new URL(url).origin },
+        body: new URLSearchParams({ elicitationId: id ?? '', note: 'ship it' }),
+      });
+      pages.push([posted.status, await posted.text()]);
+    }
+    return { action: 'accept' };
+  });
+  clients.push(client);
+  await client.connect(new StreamableHTTPClientTransport(new URL(server.url)));
+  const r = await client.callTool({ name: 'promote', arguments: { service: 'billing' } });
+  assert.equal(pages[0][0], 200, pages[0][1]);
+  assert.equal(pages[1][0], 200, pages[1][1]);
+  assert.equal(r.content[0].text, 'Promoted billing to production (approved: ship it).');
 });
 
 test('on the wire, deploy answers input_required with a typed form and sealed state', async () => {
@@ -203,6 +236,18 @@ test('backup runs as a task: answered with a task id at once, it works on in its
   // wire lets go of the client at each step: a state-only input_required).
   const plain = await callTool(server.url, 'backup', { database: 'orders', parts: 1 });
   assert.equal(plain.json.result.resultType, 'input_required', plain.text);
+});
+
+test('the copied quickstart serves its bundled skill, which the official SkillsClient verifies', async () => {
+  const skills = new SkillsClient(await connect());
+  const { skills: entries } = await skills.list();
+  assert.deepEqual(entries.map((e) => e.uri), ['skill://safe-deploys/SKILL.md']);
+  for (const { uri } of entries[0].resources) {
+    const file = await skills.read(entries[0], uri);
+    assert.equal(file.verified, true, uri);
+    const onDisk = readFileSync(join(dir, 'skills', uri.slice('skill://'.length)));
+    assert.deepEqual(Buffer.from(file.bytes), onDisk, uri);
+  }
 });
 
 test('wrangler deploy --dry-run bundles the copied quickstart within the Workers size limit', (t) => {

@@ -28,19 +28,20 @@ export function freshPersistDir() {
 }
 
 /**
- * The fixtures worker's wrangler.toml as the tests serve it: the bundle the
- * test script built once, with no build step, so wrangler neither rebuilds
- * nor restarts the worker when a source file is touched mid-test. Written
- * beside a copy of .dev.vars (wrangler reads the one next to its config).
+ * A worker's wrangler.toml as the tests serve it (the fixtures worker's, or
+ * that of `worker`, a worker directory): the bundle built once, with no
+ * build step, so wrangler neither rebuilds nor restarts the worker when a
+ * source file is touched mid-test. Written beside a copy of its .dev.vars
+ * (wrangler reads the one next to its config).
  */
-function prebuiltConfig(dir) {
+function prebuiltConfig(dir, worker = ROOT) {
   mkdirSync(dir, { recursive: true });
-  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8')
+  const toml = readFileSync(join(worker, 'wrangler.toml'), 'utf8')
     .replace(/^\[build\][^[]*/m, '')
-    .replace(/^main = "([^"]+)"/m, (_, main) => `main = ${JSON.stringify(join(ROOT, main))}`);
+    .replace(/^main = "([^"]+)"/m, (_, main) => `main = ${JSON.stringify(join(worker, main))}`);
   const config = join(dir, 'wrangler.toml');
   writeFileSync(config, toml);
-  if (existsSync(join(ROOT, '.dev.vars'))) copyFileSync(join(ROOT, '.dev.vars'), join(dir, '.dev.vars'));
+  if (existsSync(join(worker, '.dev.vars'))) copyFileSync(join(worker, '.dev.vars'), join(dir, '.dev.vars'));
   return config;
 }
 
@@ -48,9 +49,12 @@ function prebuiltConfig(dir) {
  * Starts `wrangler dev` (by default on the fixtures worker, built once by the
  * test script). Resolves when /mcp answers.
  * @param {{persistTo?: string, port?: number, vars?: Record<string,string>,
- *   cwd?: string, env?: Record<string,string>, startupMs?: number, misconfigured?: boolean}} opts
+ *   cwd?: string, prebuilt?: string, env?: Record<string,string>, startupMs?: number,
+ *   misconfigured?: boolean}} opts
  *   cwd: a worker directory with its own wrangler.toml (it then builds
- *   itself, as `wrangler dev` does for a user); env: extra environment.
+ *   itself, as `wrangler dev` does for a user); prebuilt: a worker directory
+ *   whose build/ is already there (served as the fixtures are); env: extra
+ *   environment.
  */
 export async function startWrangler(opts = {}) {
   // A free port can be taken by another process between our check and
@@ -70,7 +74,7 @@ async function startOnce(opts) {
   const vars = opts.vars ?? {};
   const args = [WRANGLER, 'dev', '--ip', '127.0.0.1', '--port', String(port), '--persist-to', persistTo,
     '--show-interactive-dev-session=false', '--inspector-port', String(await freePort())];
-  if (!opts.cwd) args.push('--config', prebuiltConfig(join(persistTo, 'config')));
+  if (!opts.cwd) args.push('--config', prebuiltConfig(join(persistTo, 'config'), opts.prebuilt));
   for (const [k, v] of Object.entries(vars)) args.push('--var', `${k}:${v}`);
   const logPath = join(persistTo, `wrangler-${port}.log`);
   const log = openSync(logPath, 'a');

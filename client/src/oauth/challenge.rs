@@ -60,9 +60,7 @@ fn bearer_params(header: &str) -> Option<Vec<(String, String)>> {
 
 fn split_token(s: &str) -> (&str, &str) {
     let s = s.trim_start_matches([' ', ',']);
-    let end = s
-        .find([' ', ',', '='])
-        .unwrap_or(s.len());
+    let end = s.find([' ', ',', '=']).unwrap_or(s.len());
     (&s[..end], &s[end..])
 }
 

@@ -5,7 +5,9 @@
 //! - `deploy` asks the user where to deploy (a typed form), asks the
 //!   client's model whether now is a good time (sampling), opens a change
 //!   ticket exactly once (`cx.once`), and reports. It runs durably: between
-//!   rounds its progress lives in a Durable Object.
+//!   rounds its progress lives in a Durable Object. Its result comes with
+//!   a view (MCP Apps, `ui/deploy.html`): hosts that speak the extension
+//!   show a card drawn from the structured output rather than the text.
 //! - `add` adds two numbers and answers with structured output.
 //! - `check_account_issue` → `initiate_human_handoff`: tool chaining (seed
 //!   004). The first tool names the next one, with its arguments, in
@@ -16,16 +18,31 @@
 //!   Durable Object, which wakes itself between steps with no client
 //!   connected; `tasks/get` shows how far it got.
 //!
+//! - `promote` needs a person's approval on this worker's `/approve` page
+//!   (URL-mode elicitation): the call waits, durably, until the page's form
+//!   is posted (`approval.rs`).
+//!
+//! - `skills/safe-deploys`: a skill (the skills extension, SEP-2640) that
+//!   teaches an agent to use these tools in order: back up, staging, then
+//!   production. Hosts list it with `skills/list` and read its files as
+//!   `skill://safe-deploys/…` resources.
+//!
 //! The ticket webhook comes from the Worker's configuration
 //! (`TICKET_WEBHOOK`, a var or secret), never from a tool argument.
 
 use durable_mcp::{
-    ask, outbound, text, Bindings, CallToolResult, Cx, Elicitation, Json, Registry, Tool, ToolError,
+    ask, outbound, text, Bindings, CallToolResult, Cx, Elicitation, Json, Registry, SkillError,
+    Tool, ToolError,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::time::Duration;
+
+mod approval;
+mod view;
+pub use approval::{approve_page, promote, PromoteArgs};
+pub use view::{deploy_view, DeployStatus, Deployment, DEPLOY_VIEW};
 
 /// What the tools share, read once per isolate from vars and secrets.
 pub struct Settings {
@@ -73,9 +90,8 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
         .elicit::<Where>("target", format!("Where should {service} be deployed?"))
         .await?;
     let Elicitation::Accepted(Where { target }) = form else {
-        return Ok(text(format!(
-            "Deployment of {service} cancelled by the user."
-        )));
+        return Deployment::cancelled(service)
+            .answer(format!("Deployment of {service} cancelled by the user."));
     };
     let target = target.name();
     let verdict = cx
@@ -88,10 +104,10 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
         )
         .await?;
     if !verdict.text().to_ascii_lowercase().contains("yes") {
-        return Ok(text(format!(
-            "Not deploying {service} to {target}: the model said {:?}.",
-            verdict.text()
-        )));
+        let said = verdict.text();
+        return Deployment::refused(service, target, &said).answer(format!(
+            "Not deploying {service} to {target}: the model said {said:?}."
+        ));
     }
     let webhook = cx.state::<Settings>()?.ticket_webhook.clone();
     // The same on every round and retry of this call: the webhook can tell a
@@ -103,9 +119,8 @@ async fn deploy(cx: &mut Cx, args: DeployArgs) -> Result<CallToolResult, ToolErr
             open_ticket(webhook, &key, service, target).await
         })
         .await?;
-    Ok(text(format!(
-        "Deployed {service} to {target} (ticket {ticket})."
-    )))
+    Deployment::deployed(service, target, &ticket)
+        .answer(format!("Deployed {service} to {target} (ticket {ticket})."))
 }
 
 /// Opens a change ticket with the webhook, or makes one up without it.
@@ -237,21 +252,33 @@ async fn backup(cx: &mut Cx, args: BackupArgs) -> Result<CallToolResult, ToolErr
 }
 
 /// The server: called once per isolate with the Worker's vars and secrets.
-pub fn server(env: &Bindings) -> Registry {
+pub fn server(env: &Bindings) -> Result<Registry, SkillError> {
     let mut r = Registry::new();
     r.state(Settings {
         ticket_webhook: env.var("TICKET_WEBHOOK"),
     })
+    .view(deploy_view())
     .tool(
         Tool::new("deploy", deploy)
             .title("Deploy a service")
+            .output_schema(durable_mcp::schema::object_schema::<Deployment>())
+            .view(DEPLOY_VIEW)
             .durable(),
     )
     .tool(Tool::new("add", add))
     .tool(Tool::new("check_account_issue", check_account_issue))
     .tool(Tool::new("initiate_human_handoff", initiate_human_handoff))
-    .tool(Tool::new("backup", backup).task());
-    r
+    .tool(Tool::new("backup", backup).task())
+    .tool(
+        Tool::new("promote", promote)
+            .title("Promote a service to production (approved on a page)")
+            .durable(),
+    )
+    .page("/approve", approve_page)
+    // skills/: how an agent ships a service with these tools (SEP-2640),
+    // bundled into the Worker at compile time.
+    .skills(durable_mcp::include_skills!("$CARGO_MANIFEST_DIR/skills")?);
+    Ok(r)
 }
 
 durable_mcp::entry!(server);
@@ -259,13 +286,64 @@ durable_mcp::entry!(server);
 #[cfg(test)]
 mod tests {
     use durable_mcp::testing::TestServer;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
 
     #[test]
+    fn promote_waits_for_the_approval_page_and_goes_on() {
+        use durable_mcp::http::HttpRequest;
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+        });
+        let call = |s: &mut TestServer, extra: Value| {
+            let mut p = json!({"name": "promote", "arguments": {"service": "api"}, "_meta": meta});
+            if let (Some(p), Value::Object(e)) = (p.as_object_mut(), extra) {
+                p.extend(e);
+            }
+            s.call("tools/call", p)
+        };
+        let r = call(&mut s, json!({}));
+        let asked = &r.json["result"]["inputRequests"]["approval"]["params"];
+        assert_eq!(asked["mode"], "url", "{}", r.json);
+        let url = asked["url"].as_str().expect("url");
+        let id = url.split("elicitationId=").nth(1).expect("id").to_string();
+        let state = r.json["result"]["requestState"].clone();
+
+        // The user posts the approval form.
+        let body = format!("elicitationId={id}&note=looks+good");
+        let page = s.send(HttpRequest {
+            method: "POST".into(),
+            path: "/approve".into(),
+            headers: vec![
+                ("host".into(), "127.0.0.1:8787".into()),
+                (
+                    "content-type".into(),
+                    "application/x-www-form-urlencoded".into(),
+                ),
+            ],
+            body: body.into_bytes(),
+        });
+        assert_eq!(page.status, 200, "{}", page.text);
+
+        // The client comes back (its user consented to open the page).
+        let r = call(
+            &mut s,
+            json!({"requestState": state, "inputResponses": {"approval": {"action": "accept"}}}),
+        );
+        assert_eq!(
+            r.json["result"]["content"][0]["text"],
+            "Promoted api to production (approved: looks good).",
+            "{}",
+            r.json
+        );
+    }
+
+    #[test]
     fn deploy_asks_where_then_the_model_then_finishes() {
-        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
         let r = s.call_tool("deploy", json!({"service": "api"}), json!({}));
         let res = &r.json["result"];
         assert_eq!(res["resultType"], "input_required", "{}", r.json);
@@ -296,11 +374,70 @@ mod tests {
             "{}",
             r.json
         );
+        assert_eq!(
+            r.json["result"]["structuredContent"],
+            json!({"service": "api", "status": "deployed", "target": "staging",
+                   "ticket": "LOCAL-api-staging"})
+        );
+    }
+
+    #[test]
+    fn a_refused_deploy_tells_its_view_what_the_model_said() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
+        let r = s.call_tool("deploy", json!({"service": "api"}), json!({}));
+        let state = r.json["result"]["requestState"].clone();
+        let r = s.call_tool(
+            "deploy",
+            json!({"service": "api"}),
+            json!({"requestState": state, "inputResponses":
+                {"target": {"action": "accept", "content": {"target": "production"}}}}),
+        );
+        let state = r.json["result"]["requestState"].clone();
+        let r = s.call_tool(
+            "deploy",
+            json!({"service": "api"}),
+            json!({"requestState": state, "inputResponses":
+                {"safety": {"role": "assistant", "content": {"type": "text", "text": "no, freeze"}}}}),
+        );
+        // The output schema admits it (the runtime checks it before sending).
+        assert!(r.json["result"].get("isError").is_none(), "{}", r.json);
+        assert_eq!(
+            r.json["result"]["structuredContent"],
+            json!({"service": "api", "status": "refused", "target": "production",
+                   "reason": "no, freeze"})
+        );
+    }
+
+    #[test]
+    fn deploy_names_its_view_and_a_host_can_read_it() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
+        let r = s.call("tools/list", json!({}));
+        let tools = r.json["result"]["tools"].as_array().expect("tools").clone();
+        let deploy = tools
+            .iter()
+            .find(|t| t["name"] == "deploy")
+            .expect("deploy");
+        assert_eq!(deploy["_meta"]["ui"]["resourceUri"], DEPLOY_VIEW);
+        let statuses: Vec<&Value> = deploy["outputSchema"]["properties"]["status"]["oneOf"]
+            .as_array()
+            .map(|o| o.iter().map(|s| &s["const"]).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            statuses,
+            [&json!("deployed"), &json!("cancelled"), &json!("refused")]
+        );
+        let r = s.call("resources/read", json!({"uri": DEPLOY_VIEW}));
+        let page = &r.json["result"]["contents"][0];
+        assert_eq!(page["mimeType"], "text/html;profile=mcp-app", "{}", r.json);
+        assert!(page["text"]
+            .as_str()
+            .is_some_and(|html| html.starts_with("<!doctype html>")));
+        assert_eq!(page["_meta"]["ui"], json!({"prefersBorder": true}));
     }
 
     #[test]
     fn a_locked_account_chains_to_the_handoff_with_valid_arguments() {
-        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
         let r = s.call_tool(
             "check_account_issue",
             json!({"customer_id": "12345", "issue": "My account is locked"}),
@@ -335,7 +472,7 @@ mod tests {
 
     #[test]
     fn tools_list_shows_schemas_derived_from_the_types() {
-        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
         let r = s.call("tools/list", json!({}));
         let tools = r.json["result"]["tools"].as_array().expect("tools").clone();
         let deploy = tools
@@ -355,7 +492,7 @@ mod tests {
 
     #[test]
     fn backup_runs_as_a_task_when_the_client_allows_it() {
-        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])));
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities":
@@ -379,5 +516,31 @@ mod tests {
             r.json["result"]["result"]["content"][0]["text"],
             "Backed up orders in 2 parts."
         );
+    }
+
+    #[test]
+    fn the_safe_deploys_skill_is_listed_and_its_files_are_read() {
+        let mut s = TestServer::new(server(&Bindings::from_vars([("A", "")])).expect("builds"));
+        let r = s.call("skills/list", json!({}));
+        let skill = &r.json["result"]["skills"][0];
+        assert_eq!(skill["uri"], "skill://safe-deploys/SKILL.md", "{}", r.json);
+        assert_eq!(skill["frontmatter"]["name"], "safe-deploys");
+        let files: Vec<&str> = skill["resources"]
+            .as_array()
+            .map(|f| f.iter().filter_map(|f| f["uri"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(
+            files,
+            [
+                "skill://safe-deploys/SKILL.md",
+                "skill://safe-deploys/references/rollback.md"
+            ]
+        );
+        let r = s.call(
+            "resources/read",
+            json!({"uri": "skill://safe-deploys/references/rollback.md"}),
+        );
+        let text = r.json["result"]["contents"][0]["text"].as_str();
+        assert!(text.is_some_and(|t| t.starts_with("# When a deploy is refused")));
     }
 }

@@ -26,6 +26,7 @@ mod start;
 pub(crate) use methods::{handle as handle_method, is_task_method};
 pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub use slice::alarm;
+pub(crate) use slice::complete_url;
 pub(crate) use start::call;
 
 use serde_json::{json, Map, Value};
@@ -94,7 +95,7 @@ pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
                 .pending
                 .iter()
                 .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k.clone(), r.to_json()))
+                .map(|(k, r)| (k.clone(), r.clone().into_modern_json()))
                 .collect();
             v["inputRequests"] = Value::Object(asks);
         }

@@ -58,6 +58,9 @@ pub struct TaskRecord {
     /// The resource URI the task was reached at (for a scope challenge).
     #[serde(default)]
     pub resource: String,
+    /// This server's origin as the task was reached (for its pages).
+    #[serde(default)]
+    pub origin: String,
     /// The tool it runs.
     pub tool: String,
     /// The tool's arguments.

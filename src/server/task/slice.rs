@@ -60,10 +60,17 @@ pub async fn alarm(
         return store(server, host, task, now_ms);
     };
     let version = task.version;
+    let home = crate::elicitation::Home::Task(task.task_id.clone());
     let cx = Cx::new(task.journal.clone(), task.caps.clone())
         .with_caller(task.caller.clone(), task.resource.clone())
         .with_call(task.task_id.clone(), true)
-        .with_task_mode(TaskMode::Running);
+        .with_task_mode(TaskMode::Running)
+        .with_out_of_band(crate::server::out_of_band(
+            server,
+            home,
+            &task.principal,
+            &task.origin,
+        ));
     let run = run_target(server, &Target::Tool(tool), cx, task.arguments.clone()).await;
     // A request may have changed the task while the body awaited (only a
     // cancel can: nothing else writes a working task). Cancelled stays so.
@@ -74,6 +81,37 @@ pub async fn alarm(
     }
     settle(&mut task, run, now_ms);
     store(server, host, task, now_ms)
+}
+
+/// A page completed URL-mode elicitation `key` of this task (its id
+/// verified by the host): the answer goes into the task's journal and its
+/// alarm runs it now if nothing else is waited for. `Err(404)` when the
+/// task is not waiting for it.
+pub(crate) fn complete_url(
+    server: &Server,
+    host: &TaskHost<'_>,
+    now_ms: u64,
+    key: &str,
+    elicitation_id: &str,
+    content: serde_json::Map<String, Value>,
+    sealed: Option<String>,
+) -> Result<Result<Vec<Effect>, u16>, McpError> {
+    let Some(mut task) = host.store.load()? else {
+        return Ok(Err(404));
+    };
+    if task.status.is_terminal()
+        || task
+            .journal
+            .complete_url(key, elicitation_id, content, sealed)
+            .is_err()
+    {
+        return Ok(Err(404));
+    }
+    task.updated_ms = now_ms;
+    if !task.journal.pending.values().any(|r| !r.is_internal()) {
+        task.status = TaskStatus::Working;
+    }
+    store(server, host, task, now_ms).map(Ok)
 }
 
 /// Writes the task and says when its alarm fires next.

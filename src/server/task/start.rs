@@ -77,6 +77,7 @@ pub(crate) async fn call(
         principal: ctx.principal.0.clone(),
         caller: ctx.caller.clone(),
         resource: ctx.resource.clone(),
+        origin: ctx.origin.clone(),
         tool: tool.name.clone(),
         arguments: args,
         caps: task_caps(&caps),

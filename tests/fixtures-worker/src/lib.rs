@@ -9,17 +9,20 @@
 //! - `tasks.rs`: the tasks-extension fixtures, and a long task for e2e.
 //! - `chains.rs`: tool-chaining fixtures (loops, endless, refused chains).
 //! - `signin.rs`: `whoami` and `release` (a durable call that steps up).
+//! - `pages.rs`: `connect` and its `/connect` page (URL-mode elicitation).
+//! - `../skills/`: the skills (SEP-2640) the suite reads, one folder each.
 
 mod chains;
 mod examples;
 mod fixtures;
+mod pages;
 mod signin;
 mod tasks;
 
-use durable_mcp::{Bindings, Registry};
+use durable_mcp::{Bindings, Registry, SkillError};
 
 /// Everything this worker serves, configured from `env`.
-pub fn registry(env: &Bindings) -> Registry {
+pub fn registry(env: &Bindings) -> Result<Registry, SkillError> {
     let mut r = Registry::new();
     r.state(examples::Settings {
         ticket_webhook: env.var("TICKET_WEBHOOK"),
@@ -29,7 +32,11 @@ pub fn registry(env: &Bindings) -> Registry {
     tasks::register(&mut r);
     chains::register(&mut r);
     signin::register(&mut r);
-    r
+    pages::register(&mut r);
+    // skills/: the SEP-2640 fixtures (frontmatter, nested folders, a
+    // prefix, a binary file), so none of the suite's checks is skipped.
+    r.skills(durable_mcp::include_skills!("$CARGO_MANIFEST_DIR/skills")?);
+    Ok(r)
 }
 
 durable_mcp::entry!(registry);

@@ -193,6 +193,7 @@ fn run(args: &[String]) -> Result<ExitCode, Usage> {
     let mut client = Client::new(&o.url, prompt::Prompter::new())
         .with_wire(o.wire)
         .with_tasks(o.tasks)
+        .with_url_elicitation(true)
         .with_oauth(login::oauth(&o.sign_in));
     let outcome = match command.as_str() {
         "--help" | "-h" | "help" => {

@@ -65,6 +65,34 @@ impl Prompter {
         }
     }
 
+    /// A URL-mode elicitation: the user opens the page themselves (never
+    /// opened for them: the spec wants their consent first) and says when
+    /// they are done there; the server goes on when the page says so, and
+    /// asks again (the same URL) if they came back too early. From a pipe,
+    /// one line: empty to go on, `!decline` or `!cancel`.
+    fn url(&mut self, url: &str) -> Value {
+        eprintln!("  open {url}");
+        let choice = if self.tty {
+            let actions = ["I'm done there", "Decline", "Cancel"];
+            Select::with_theme(&dialoguer::theme::SimpleTheme)
+                .items(&actions)
+                .default(0)
+                .interact()
+                .unwrap_or(2)
+        } else {
+            match self.line().as_str() {
+                "!decline" => 1,
+                "!cancel" => 2,
+                _ => 0,
+            }
+        };
+        match choice {
+            0 => json!({"action": "accept"}),
+            1 => json!({"action": "decline"}),
+            _ => json!({"action": "cancel"}),
+        }
+    }
+
     /// One field of a form: a value, or `None` to leave it out.
     fn field(&mut self, name: &str, schema: &Value, required: bool) -> Option<Value> {
         let title = schema["title"]
@@ -179,8 +207,7 @@ impl Handler for Prompter {
         let message = params["message"].as_str().unwrap_or("The server asks:");
         eprintln!("? {message}");
         if params["mode"] == "url" {
-            eprintln!("  open {}", params["url"].as_str().unwrap_or_default());
-            return json!({"action": "accept"});
+            return self.url(params["url"].as_str().unwrap_or_default());
         }
         let schema = &params["requestedSchema"];
         let required: Vec<&str> = schema["required"]

@@ -9,7 +9,9 @@
 //! - `wires.rs`: the saga methods and the streamless sketch.
 //! - `durable.rs`: durable mode (compare-and-set, rebuild, rotation).
 //! - `session.rs`: the 2025-11-25 session wire.
+//! - `pages.rs`: URL-mode elicitation completed by this worker's page.
 //! - `tasks.rs`: the tasks extension.
+//! - `skills.rs`: the skills bundled from `skills/` (SEP-2640).
 //! - `cost.rs`: object requests, rows written and alarms per paused call.
 
 mod answers;
@@ -18,7 +20,9 @@ mod durable;
 mod formats;
 mod modern;
 mod oauth;
+mod pages;
 mod session;
+mod skills;
 mod tasks;
 mod wires;
 
@@ -36,12 +40,12 @@ impl Harness {
     /// The fixtures worker with the test configuration.
     #[allow(clippy::new_ret_no_self)]
     pub(crate) fn new() -> TestServer {
-        TestServer::new(fixtures_worker::registry(&no_vars()))
+        TestServer::new(fixtures_worker::registry(&no_vars()).expect("builds"))
     }
 
     /// The same, with the configuration changed by `f`.
     pub(crate) fn with_config(f: impl FnOnce(&mut Config)) -> TestServer {
-        TestServer::with_config(fixtures_worker::registry(&no_vars()), f)
+        TestServer::with_config(fixtures_worker::registry(&no_vars()).expect("builds"), f)
     }
 }
 

@@ -1,0 +1,184 @@
+//! A tree of files grouped into skills: every folder holding a `SKILL.md`
+//! is a skill, named by that folder, and every file below it is one of its
+//! files. This is what [`include_skills!`](crate::include_skills) bundles.
+
+use std::borrow::Cow;
+
+use super::{paths, Skill, SkillError, MANIFEST};
+
+impl Skill {
+    /// The skills in a tree of files, each given by its path (relative to
+    /// the tree's root, `/`-separated) and its bytes. Each folder holding a
+    /// `SKILL.md` is a skill: its path is the skill's path, its last
+    /// segment the skill's name (which must be the frontmatter's `name`),
+    /// and every file below it one of its files. A skill nested in another
+    /// is also a part of it, as SEP-2640 says. Names starting with `.` are
+    /// left out, as are files in no skill's folder.
+    ///
+    /// [`include_skills!`](crate::include_skills) calls it with a directory
+    /// bundled at compile time; call it yourself with files from elsewhere.
+    pub fn from_files<P: AsRef<str>>(
+        files: impl IntoIterator<Item = (P, Cow<'static, [u8]>)>,
+    ) -> Result<Vec<Skill>, SkillError> {
+        let mut files: Vec<(String, Cow<'static, [u8]>)> = files
+            .into_iter()
+            .map(|(p, b)| (p.as_ref().trim_matches('/').to_string(), b))
+            .filter(|(p, _)| !p.split('/').any(|s| s.starts_with('.')))
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        let roots: Vec<&str> = files
+            .iter()
+            .filter_map(|(p, _)| match p.strip_suffix(MANIFEST) {
+                Some("") => Some(Err(SkillError::new(
+                    p.as_str(),
+                    "a SKILL.md belongs in a folder named for its skill",
+                ))),
+                Some(dir) => dir.strip_suffix('/').map(Ok),
+                None => None,
+            })
+            .collect::<Result<_, _>>()?;
+        roots.iter().map(|root| skill_at(root, &files)).collect()
+    }
+}
+
+/// The skill whose folder is `root`, from the sorted `files`.
+fn skill_at(root: &str, files: &[(String, Cow<'static, [u8]>)]) -> Result<Skill, SkillError> {
+    let manifest = format!("{root}/{MANIFEST}");
+    let text = files
+        .iter()
+        .find(|(p, _)| *p == manifest)
+        .map(|(_, bytes)| utf8(bytes.clone()))
+        .transpose()
+        .map_err(|e| SkillError::new(manifest.as_str(), e))?
+        .unwrap_or_default();
+    let mut skill = Skill::new(text).map_err(|e| SkillError::new(manifest.as_str(), e.reason()))?;
+    let (prefix, folder) = root.rsplit_once('/').unwrap_or(("", root));
+    if folder != skill.name() {
+        return Err(SkillError::new(
+            manifest.as_str(),
+            format!(
+                "the folder `{folder}` holds the skill named `{}`: a skill's folder is named for it",
+                skill.name()
+            ),
+        ));
+    }
+    if let Some(problem) = paths::path_problem(root) {
+        return Err(SkillError::new(root, problem));
+    }
+    if !prefix.is_empty() {
+        skill = skill.under(prefix)?;
+    }
+    let inside = format!("{root}/");
+    for (path, bytes) in files {
+        match path.strip_prefix(&inside) {
+            Some(MANIFEST) | None => {}
+            Some(rel) => {
+                skill = skill
+                    .file(rel, bytes.clone())
+                    .map_err(|e| SkillError::new(path.as_str(), e.reason()))?
+            }
+        }
+    }
+    Ok(skill)
+}
+
+/// `bytes` as text, borrowed when they are.
+fn utf8(bytes: Cow<'static, [u8]>) -> Result<Cow<'static, str>, &'static str> {
+    const NOT_UTF8: &str = "SKILL.md is not UTF-8";
+    match bytes {
+        Cow::Borrowed(b) => std::str::from_utf8(b)
+            .map(Cow::Borrowed)
+            .map_err(|_| NOT_UTF8),
+        Cow::Owned(b) => String::from_utf8(b).map(Cow::Owned).map_err(|_| NOT_UTF8),
+    }
+}
+
+/// What [`include_skills!`](crate::include_skills) expands to uses; not
+/// an API.
+#[doc(hidden)]
+pub mod __private {
+    use std::borrow::Cow;
+
+    pub use include_dir;
+
+    /// Every file of a bundled directory, with its path from the root.
+    pub fn dir_files(dir: &'static include_dir::Dir<'static>) -> Vec<(String, Cow<'static, [u8]>)> {
+        let mut out = Vec::new();
+        let mut dirs = vec![dir];
+        while let Some(d) = dirs.pop() {
+            for entry in d.entries() {
+                match entry {
+                    include_dir::DirEntry::Dir(sub) => dirs.push(sub),
+                    include_dir::DirEntry::File(f) => out.push((
+                        f.path().to_string_lossy().replace('\\', "/"),
+                        Cow::Borrowed(f.contents()),
+                    )),
+                }
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tree(files: &[(&str, &'static str)]) -> Result<Vec<Skill>, SkillError> {
+        Skill::from_files(files.iter().map(|(p, b)| (*p, Cow::Borrowed(b.as_bytes()))))
+    }
+
+    const A: &str = "---\nname: a\ndescription: The a skill\n---\nA\n";
+    const B: &str = "---\nname: b\ndescription: The b skill\n---\nB\n";
+
+    #[test]
+    fn each_folder_with_a_skill_md_is_a_skill_with_every_file_below_it() {
+        let skills = tree(&[
+            ("README.md", "not in a skill"),
+            ("a/SKILL.md", A),
+            ("a/refs/one.md", "1"),
+            ("a/.DS_Store", "x"),
+            ("a/nested/b/SKILL.md", B),
+            ("a/nested/b/two.md", "2"),
+            ("team/b/SKILL.md", B),
+        ])
+        .expect("skills");
+        let uris: Vec<String> = skills.iter().map(Skill::uri).collect();
+        assert_eq!(
+            uris,
+            [
+                "skill://a/SKILL.md",
+                "skill://a/nested/b/SKILL.md",
+                "skill://team/b/SKILL.md"
+            ]
+        );
+        let files: Vec<String> = skills[0].files.iter().map(|f| f.path.clone()).collect();
+        assert_eq!(
+            files,
+            [
+                "SKILL.md",
+                "nested/b/SKILL.md",
+                "nested/b/two.md",
+                "refs/one.md"
+            ]
+        );
+        assert_eq!(skills[1].files.len(), 2);
+    }
+
+    #[test]
+    fn a_misplaced_or_misnamed_skill_is_refused() {
+        let err = tree(&[("SKILL.md", A)]).expect_err("at the root");
+        assert!(err.reason().contains("folder named for"), "{err}");
+        let err = tree(&[("x/SKILL.md", A)]).expect_err("misnamed");
+        assert_eq!(err.at(), "x/SKILL.md");
+        assert!(
+            err.reason()
+                .contains("folder `x` holds the skill named `a`"),
+            "{err}"
+        );
+        let err = tree(&[("a/SKILL.md", A), ("a/my file.md", "")]).expect_err("path");
+        assert_eq!(err.at(), "a/my file.md");
+        let err = tree(&[("a/SKILL.md", "no frontmatter")]).expect_err("frontmatter");
+        assert_eq!(err.at(), "a/SKILL.md");
+    }
+}

@@ -1,0 +1,208 @@
+//! URL-mode elicitation (SEP-1036) on the server's side: the ids that send
+//! a page's answer to the paused call it belongs to, and the sealing of
+//! what a page records as secret.
+//!
+//! An `elicitationId` is MAC'd with the state keys (`STATE_KEYS`) and names
+//! where the call is kept (a durable call's id, a session's call, a task),
+//! the key the body asked under, and a digest of the caller: the Worker
+//! routes a page's request by it only when it verifies and the page's
+//! caller is that caller, so a forged or foreign id opens no object. It is
+//! the same for the same call and key on every replay, as a replayed
+//! question must be.
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine;
+use chacha20poly1305::aead::{Aead, KeyInit};
+use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+use crate::token::KeyRing;
+
+const ID_VERSION: &str = "e1";
+const ID_DOMAIN: &[u8] = b"durable-mcp/elicitation-id/v1\0";
+const SEAL_VERSION: &str = "s1";
+const SEAL_DOMAIN: &[u8] = b"durable-mcp/page-seal-key/v1\0";
+/// The tag is cut to 128 bits: an id travels in URLs.
+const TAG_BYTES: usize = 16;
+
+/// Where a paused call is kept.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Home {
+    /// A durable call (2026-07-28 MRTR, the seed wires), by call id.
+    #[serde(rename = "c")]
+    Call(String),
+    /// A call in a 2025-11-25 session: the session id and the call's id.
+    #[serde(rename = "s")]
+    Session(String, String),
+    /// A task, by task id.
+    #[serde(rename = "t")]
+    Task(String),
+}
+
+/// What an `elicitationId` says, once it verifies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdClaims {
+    #[serde(rename = "k")]
+    kid: String,
+    /// Where the call is kept.
+    #[serde(rename = "h")]
+    pub home: Home,
+    /// The key the body asked under.
+    #[serde(rename = "q")]
+    pub key: String,
+    /// A digest of the caller's principal ([`principal_digest`]).
+    #[serde(rename = "p")]
+    pub principal: String,
+}
+
+/// A short digest of a principal: the id names the caller without
+/// carrying who they are.
+pub fn principal_digest(principal: &str) -> String {
+    let d = Sha256::new()
+        .chain_update(b"durable-mcp/elicitation-principal\0")
+        .chain_update(principal.as_bytes())
+        .finalize();
+    URL_SAFE_NO_PAD.encode(&d[..12])
+}
+
+/// The `elicitationId` of the request asked under `key` by the call kept at
+/// `home` for `principal` (`None`: no state key configured).
+pub fn id(ring: &KeyRing, home: &Home, key: &str, principal: &str) -> Option<String> {
+    let kid = ring.current()?.to_string();
+    let claims = IdClaims {
+        kid: kid.clone(),
+        home: home.clone(),
+        key: key.to_string(),
+        principal: principal_digest(principal),
+    };
+    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).ok()?);
+    let tag = ring.tag(
+        &kid,
+        ID_DOMAIN,
+        &[ID_VERSION.as_bytes(), payload.as_bytes()],
+    )?;
+    Some(format!(
+        "{ID_VERSION}.{payload}.{}",
+        URL_SAFE_NO_PAD.encode(&tag[..TAG_BYTES])
+    ))
+}
+
+/// Opens an `elicitationId`: `None` unless it is one this server made.
+/// Nothing in it is read before the tag verifies, except the key id.
+pub fn open(ring: &KeyRing, id: &str) -> Option<IdClaims> {
+    let mut parts = id.split('.');
+    let (Some(ID_VERSION), Some(payload), Some(tag), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let claims: IdClaims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+    let full = ring.tag(
+        &claims.kid,
+        ID_DOMAIN,
+        &[ID_VERSION.as_bytes(), payload.as_bytes()],
+    )?;
+    // Constant time over the cut tag.
+    let same = tag.len() == TAG_BYTES
+        && full[..TAG_BYTES]
+            .iter()
+            .zip(&tag)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    same.then_some(claims)
+}
+
+fn seal_key(ring: &KeyRing, kid: &str) -> Option<ChaCha20Poly1305> {
+    let key = ring.tag(kid, SEAL_DOMAIN, &[])?;
+    Some(ChaCha20Poly1305::new(Key::from_slice(&key[..32])))
+}
+
+/// Seals `secrets` for the call's journal: ChaCha20-Poly1305 under a key
+/// derived from the current state key, with a fresh nonce (`random`).
+pub fn seal(ring: &KeyRing, secrets: &Map<String, Value>, random: &[u8; 16]) -> Option<String> {
+    let kid = ring.current()?.to_string();
+    let cipher = seal_key(ring, &kid)?;
+    let nonce = Nonce::from_slice(&random[..12]);
+    let plain = serde_json::to_vec(secrets).ok()?;
+    let sealed = cipher.encrypt(nonce, plain.as_slice()).ok()?;
+    Some(format!(
+        "{SEAL_VERSION}.{}.{}.{}",
+        URL_SAFE_NO_PAD.encode(kid.as_bytes()),
+        URL_SAFE_NO_PAD.encode(&random[..12]),
+        URL_SAFE_NO_PAD.encode(sealed)
+    ))
+}
+
+/// Opens what [`seal`] sealed (`None`: not sealed by these keys).
+pub fn unseal(ring: &KeyRing, sealed: &str) -> Option<Map<String, Value>> {
+    let mut parts = sealed.split('.');
+    let (Some(SEAL_VERSION), Some(kid), Some(nonce), Some(body), None) = (
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+        parts.next(),
+    ) else {
+        return None;
+    };
+    let kid = String::from_utf8(URL_SAFE_NO_PAD.decode(kid).ok()?).ok()?;
+    let nonce = URL_SAFE_NO_PAD.decode(nonce).ok()?;
+    if nonce.len() != 12 {
+        return None;
+    }
+    let body = URL_SAFE_NO_PAD.decode(body).ok()?;
+    let plain = seal_key(ring, &kid)?
+        .decrypt(Nonce::from_slice(&nonce), body.as_slice())
+        .ok()?;
+    serde_json::from_slice(&plain).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring() -> KeyRing {
+        KeyRing::parse("k1:0123456789abcdef0123456789abcdef").expect("test value")
+    }
+
+    #[test]
+    fn ids_are_stable_and_unforgeable() {
+        let r = ring();
+        let home = Home::Call("s3-abc".into());
+        let a = id(&r, &home, "approve", "alice").expect("test value");
+        assert_eq!(a, id(&r, &home, "approve", "alice").expect("test value"));
+        assert_ne!(a, id(&r, &home, "approve", "bob").expect("test value"));
+        let c = open(&r, &a).expect("test value");
+        assert_eq!(c.home, home);
+        assert_eq!(c.key, "approve");
+        assert_eq!(c.principal, principal_digest("alice"));
+        // Another call named in the payload, the tag kept: refused.
+        let other = serde_json::json!({"k": "k1", "h": {"c": "s3-other"}, "q": "approve",
+            "p": principal_digest("alice")});
+        let forged_payload = URL_SAFE_NO_PAD.encode(other.to_string());
+        let tag = a.rsplit('.').next().expect("test value");
+        assert!(open(&r, &format!("e1.{forged_payload}.{tag}")).is_none());
+        assert!(open(&r, "e1.x.y").is_none());
+        assert!(open(&r, "").is_none());
+        let other_keys = KeyRing::parse("k1:ffffffffffffffffffffffffffffffff").expect("test value");
+        assert!(open(&other_keys, &a).is_none());
+    }
+
+    #[test]
+    fn sealed_secrets_open_only_with_the_keys() {
+        let r = ring();
+        let mut m = Map::new();
+        m.insert("token".into(), Value::String("gho_very_secret".into()));
+        let s = seal(&r, &m, &[7; 16]).expect("test value");
+        assert!(!s.contains("gho_very_secret"));
+        assert_eq!(unseal(&r, &s).expect("test value"), m);
+        let other = KeyRing::parse("k1:ffffffffffffffffffffffffffffffff").expect("test value");
+        assert!(unseal(&other, &s).is_none());
+        let mut bad = s.clone();
+        bad.push('A');
+        assert!(unseal(&r, &bad).is_none());
+    }
+}

@@ -1,0 +1,23 @@
+//! What a call the server keeps gets for URL-mode elicitations
+//! ([`Cx::elicit_url`](crate::Cx::elicit_url)): its elicitation ids, and
+//! the opening of what its pages sealed.
+
+use std::rc::Rc;
+
+use crate::elicitation::{self, Home};
+use crate::engine::OutOfBand;
+use crate::server::Server;
+
+/// For the call kept at `home`, asked by `principal`, reached at `origin`.
+pub(crate) fn out_of_band(server: &Server, home: Home, principal: &str, origin: &str) -> OutOfBand {
+    let ring = server.config.keys.clone();
+    let opener = ring.clone();
+    let principal = principal.to_string();
+    OutOfBand {
+        // No state key, no id: then no page could be routed to the call
+        // either, and the empty id says so to whoever looks.
+        id: Rc::new(move |key| elicitation::id(&ring, &home, key, &principal).unwrap_or_default()),
+        open: Rc::new(move |sealed| elicitation::unseal(&opener, sealed)),
+        origin: origin.to_string(),
+    }
+}
