@@ -10,6 +10,9 @@
 //   node bench/profile.mjs fixtures mrtr-1|mrtr-2            # MRTR round 1 / round 2 alone
 //   node bench/profile.mjs fixtures durable                  # durable round trip
 //   node bench/profile.mjs fixtures session                  # a 2025-11-25 session call
+//   node bench/profile.mjs floor add|mrtr|mrtr-1|mrtr-2      # the JS floor (bench/floor), the same bytes
+//                                        (its fixed state PROFILE_STATE_LENGTH characters long, 610 by default)
+//   node bench/profile.mjs fixtures first                    # the first request of a fresh isolate
 //
 // Release builds strip the wasm name section: bundle with
 // CARGO_PROFILE_RELEASE_STRIP=false to see Rust function names.
@@ -23,6 +26,7 @@
 // system, from /proc/<pid>/stat): on a noisy 2-core box a steadier measure
 // of a change than rps, since it does not depend on what else ran.
 import { spawn } from 'node:child_process';
+import net from 'node:net';
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import autocannon from 'autocannon';
@@ -71,7 +75,7 @@ async function sessionCall(base) {
 /** MRTR's second round alone: one real first round, then its retry again and again. */
 async function mrtrRetry(base) {
   const [first, second] = SCENARIOS.mrtr;
-  const reply = await (await fetch(`${base}/mcp`, { method: 'POST', headers: first.headers, body: first.body })).text();
+  const reply = await (await fetch(`${base}${first.path}`, { method: 'POST', headers: first.headers, body: first.body })).text();
   const ctx = {};
   first.onResponse(200, reply, ctx);
   if (!ctx.state) throw new Error(`the first round answered no requestState: ${reply}`);
@@ -105,13 +109,18 @@ const SCENARIOS = {
   'do-shard': ceilingRoundTrip('/do-shard/'),
 };
 
+/** The JS floor's routes for the scenarios it stands in for (bench/floor). */
+const FLOOR_PATHS = { add: '/call', mrtr: '/mrtr', 'mrtr-1': '/mrtr', 'mrtr-2': '/mrtr' };
+
 async function main() {
-  const dir = join(OUT, worker);
+  // The JS floor is served as it is; everything else from its bundle.
+  const dir = worker === 'floor' ? join(ROOT, 'bench/floor') : join(OUT, worker);
   const files = readdirSync(dir).filter((f) => /\.(m?js|wasm)$/.test(f) && !f.endsWith('.map'));
-  const main = files.find((f) => f === 'shim.js' || f === 'index.js');
+  const main = files.find((f) => f === 'shim.js' || f === 'index.js' || f === 'worker.js');
   const mods = [main, ...files.filter((f) => f !== main)].map((f) =>
     `(name = ${JSON.stringify(f)}, ${f.endsWith('.wasm') ? 'wasm' : 'esModule'} = embed ${JSON.stringify(relative(OUT, join(dir, f)))})`);
   const [binding, cls] = worker === 'ceiling' ? ['CEILING', 'Ceiling'] : ['MCP_OBJECTS', 'McpObject'];
+  const objects = worker === 'floor' ? '' : `(name = ${JSON.stringify(binding)}, durableObjectNamespace = ${JSON.stringify(cls)})`;
   const port = await freePort();
   const inspector = await freePort();
   const config = `using Workerd = import "/workerd/workerd.capnp";
@@ -122,9 +131,9 @@ const config :Workerd.Config = (
 const w :Workerd.Worker = (
   modules = [${mods.join(', ')}],
   compatibilityDate = "2026-04-20",
-  bindings = [(name = "STATE_KEYS", text = ${JSON.stringify(KEY)}), (name = ${JSON.stringify(binding)}, durableObjectNamespace = ${JSON.stringify(cls)})],
-  durableObjectNamespaces = [(className = ${JSON.stringify(cls)}, uniqueKey = "p-${cls}", enableSql = true)],
-  durableObjectStorage = (localDisk = "disk"),
+  bindings = [(name = "STATE_KEYS", text = ${JSON.stringify(KEY)}), (name = "STATE_LENGTH", text = "${process.env.PROFILE_STATE_LENGTH ?? 610}")${objects ? `, ${objects}` : ''}],
+  durableObjectNamespaces = [${objects ? `(className = ${JSON.stringify(cls)}, uniqueKey = "p-${cls}", enableSql = true)` : ''}],
+  durableObjectStorage = ${objects ? '(localDisk = "disk")' : '(none = void)'},
 );
 `;
   // A fresh storage directory per run: every durable scenario leaves an
@@ -148,12 +157,15 @@ const w :Workerd.Worker = (
   };
   try {
     const url = `http://127.0.0.1:${port}`;
+    // `first` profiles the isolate's first request: nothing may reach the
+    // worker before it, so workerd is only connected to until it listens.
     for (let i = 0; ; i++) {
-      try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
+      try { await (scenario === 'first' ? connects(port) : fetch(url, { method: 'POST', body: '{}' })); break; } catch {
         if (i > 200) throw new Error('workerd did not start');
         await new Promise((r) => setTimeout(r, 100));
       }
     }
+    if (worker === 'floor') for (const k of Object.keys(FLOOR_PATHS)) SCENARIOS[k] = SCENARIOS[k]?.map((r) => ({ ...r, path: FLOOR_PATHS[k] }));
     if (scenario === 'session') SCENARIOS.session = [await sessionCall(url)];
     if (scenario === 'mrtr-2') SCENARIOS['mrtr-2'] = [await mrtrRetry(url)];
     if (cpuOnly) return await cpuPerRequest(url, child.pid);
@@ -164,10 +176,11 @@ const w :Workerd.Worker = (
     const pending = new Map();
     ws.onmessage = (m) => { const msg = JSON.parse(m.data); pending.get(msg.id)?.(msg); pending.delete(msg.id); };
     const send = (method, params = {}) => new Promise((ok) => { id += 1; pending.set(id, ok); ws.send(JSON.stringify({ id, method, params })); });
+    await send('Profiler.enable');
+    await send('Profiler.setSamplingInterval', { interval: scenario === 'first' ? 20 : 100 });
+    if (scenario === 'first') return await firstRequest(url, send, ws, join(dir, main));
     // Warm up, then profile under load.
     await autocannon({ url, connections: 8, duration: 2, requests: SCENARIOS[scenario] });
-    await send('Profiler.enable');
-    await send('Profiler.setSamplingInterval', { interval: 100 });
     await send('Profiler.start');
     const load = await autocannon({ url, connections: 16, duration: SECONDS, requests: SCENARIOS[scenario], ...RATE });
     const { result } = await send('Profiler.stop');
@@ -179,6 +192,38 @@ const w :Workerd.Worker = (
   } finally {
     await stop();
   }
+}
+
+/** Resolves once a TCP connection to `port` opens (and closes it). */
+function connects(port) {
+  return new Promise((ok, fail) => {
+    const socket = net.connect(port, '127.0.0.1', () => { socket.destroy(); ok(); });
+    socket.on('error', fail);
+  });
+}
+
+/**
+ * `first`: the profile of the isolate's first request (a stateless `add`),
+ * which builds the server and its registry before serving it: self time,
+ * and time including callees, of the functions that took the most.
+ */
+async function firstRequest(url, send, ws, shim) {
+  const req = call('add', { a: 1, b: 2 });
+  await send('Profiler.start');
+  const t0 = performance.now();
+  const r = await fetch(`${url}/mcp`, { method: 'POST', headers: req.headers, body: req.body });
+  await r.text();
+  const wall = performance.now() - t0;
+  const second = performance.now();
+  await (await fetch(`${url}/mcp`, { method: 'POST', headers: req.headers, body: req.body })).text();
+  const again = performance.now() - second;
+  const { result } = await send('Profiler.stop');
+  ws.close();
+  const out = join(OUT, `${worker}-first.cpuprofile`);
+  writeFileSync(out, JSON.stringify(result.profile));
+  console.log(`first request ${r.status} in ${wall.toFixed(1)} ms (a second one: ${again.toFixed(1)} ms), under the profiler`);
+  report(result.profile, { requests: { average: 0 }, latency: {}, errors: 0, timeouts: 0 }, shim, { inclusive: true });
+  console.log(`\nprofile: ${relative(ROOT, out)}`);
 }
 
 /** workerd's CPU time so far (user + system), in microseconds. */
@@ -215,28 +260,70 @@ function shimName(lines, f) {
   return m ? m[1].replace(/_[0-9a-f]{16}$/, '') : `(anonymous)@${f.lineNumber + 1}:${f.columnNumber}`;
 }
 
-/** Self time per function. */
-function report(profile, load, shim) {
+/** Where a frame's time goes: the worker's wasm, its JS glue, other JS, or the runtime's. */
+function place(f, file) {
+  if (f.functionName === '(garbage collector)') return 'garbage collection';
+  if (f.functionName === '(program)') return 'runtime, unattributed ((program): native work on the JS thread)';
+  if (f.url.startsWith('wasm://') || /\.wasm$/.test(file)) return 'wasm';
+  if (file === 'shim.js' || file === 'inner.js') return 'JS glue (the bundle\'s shim.js)';
+  if (file) return `JS (${file})`;
+  return 'runtime built-ins (no source: Response, JSON, Headers, …)';
+}
+
+/**
+ * Self time per function, and per place (wasm, glue, runtime) of the busy
+ * samples; with `inclusive`, also time including callees (each sample
+ * counted once per function on its stack).
+ */
+function report(profile, load, shim, { inclusive = false } = {}) {
   const lines = readFileSync(shim, 'utf8').split('\n');
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const parent = new Map();
+  for (const n of profile.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const counts = new Map();
   for (const s of profile.samples) counts.set(s, (counts.get(s) ?? 0) + 1);
   const total = profile.samples.length;
-  const self = new Map();
-  for (const [nodeId, c] of counts) {
-    const f = byId.get(nodeId).callFrame;
+  const keyOf = (f) => {
     const file = f.url ? f.url.split('/').pop() : '';
     const name = f.functionName || (file === 'shim.js' ? shimName(lines, f) : '(anonymous)');
-    const key = `${name} ${file ? `[${file}]` : ''}`;
+    return [`${name} ${file ? `[${file}]` : ''}`, file];
+  };
+  const self = new Map();
+  const places = new Map();
+  const incl = new Map();
+  let busy = 0;
+  for (const [nodeId, c] of counts) {
+    const f = byId.get(nodeId).callFrame;
+    const [key, file] = keyOf(f);
     self.set(key, (self.get(key) ?? 0) + c);
+    if (f.functionName === '(idle)') continue;
+    busy += c;
+    const where = place(f, file);
+    places.set(where, (places.get(where) ?? 0) + c);
+    if (inclusive) {
+      const seen = new Set();
+      for (let id = nodeId; id !== undefined; id = parent.get(id)) {
+        const [k] = keyOf(byId.get(id).callFrame);
+        if (!seen.has(k)) { seen.add(k); incl.set(k, (incl.get(k) ?? 0) + c); }
+      }
+    }
   }
   const failed = load.errors + load.timeouts + (load.non2xx ?? 0);
+  const ms = (c) => ((c * (profile.endTime - profile.startTime)) / total / 1000).toFixed(1);
   console.log(`${load.requests.average.toFixed(0)} rps under the profiler (p50 ${load.latency.p50} ms, p99 ${load.latency.p99} ms, max ${load.latency.max} ms); ${total} samples${failed ? `; ${failed} FAILED requests` : ''}`);
   const idle = [...self].filter(([k]) => /\(idle\)|\(program\)|\(garbage collector\)/.test(k));
   for (const [k, c] of idle) console.log(`  ${(100 * c / total).toFixed(1)}% ${k}`);
+  console.log(`where the busy samples went (${busy} of ${total}, ${ms(busy)} ms):`);
+  for (const [k, c] of [...places].sort((a, b) => b[1] - a[1])) console.log(`  ${(100 * c / busy).toFixed(1).padStart(5)}%  ${k}`);
   console.log('top self time:');
   for (const [k, c] of [...self].filter(([k]) => !/\(idle\)|\(program\)/.test(k)).sort((a, b) => b[1] - a[1]).slice(0, 40)) {
-    console.log(`  ${(100 * c / total).toFixed(1).padStart(5)}%  ${k}`);
+    console.log(`  ${(100 * c / total).toFixed(1).padStart(5)}%  ${inclusive ? `${ms(c).padStart(6)} ms  ` : ''}${k}`);
+  }
+  if (inclusive) {
+    console.log('top time including callees:');
+    for (const [k, c] of [...incl].sort((a, b) => b[1] - a[1]).slice(0, 40)) {
+      console.log(`  ${(100 * c / busy).toFixed(1).padStart(5)}%  ${ms(c).padStart(6)} ms  ${k}`);
+    }
   }
 }
 

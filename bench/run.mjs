@@ -1,10 +1,13 @@
-// npm run bench: durable-mcp against a plain Rust ceiling and the Cloudflare
-// `agents` peer, all in one plain `workerd serve` process, one run, so the
-// ratios mean something on a noisy machine.
+// npm run bench: durable-mcp against a plain Rust ceiling, a plain
+// JavaScript floor and the Cloudflare `agents` peer, all in one plain
+// `workerd serve` process, one run, so the ratios mean something on a noisy
+// machine; then (bench/cold-start.mjs, bench/many.mjs, bench/cost.mjs) cold
+// starts, a thousand tasks and paused calls at once, and what a call costs.
 //
 // 1. Bundles every worker with `wrangler deploy --dry-run` (ours built with
 //    wasm-opt): bench/ceiling (a plain Rust worker and Durable Object), the
-//    fixtures worker, the quickstart, and the peer (bench/peer, when built).
+//    fixtures worker, the quickstart, and the peer (bench/peer, when built);
+//    bench/floor (plain JavaScript) needs no bundling.
 // 2. Writes a workerd config serving each on its own loopback port.
 // 3. Drives each scenario with autocannon (CONNECTIONS connections,
 //    DURATION seconds), ROUNDS times, interleaved; reports medians.
@@ -12,20 +15,23 @@
 // Env: BENCH_SECONDS (8), BENCH_FIXED_SECONDS (10), BENCH_ROUNDS (3), BENCH_CONNECTIONS (16),
 // BENCH_ONLY (a regex on scenario names), BENCH_SKIP_BUILD=1, BENCH_FIXED_RATE
 // (200: the offered rate of the fixed-rate latency pass), BENCH_FIXED (a regex:
-// the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1.
+// the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1,
+// BENCH_SUITES (which passes run, comma-separated: throughput, cold, many,
+// cost; all by default, only throughput when BENCH_ONLY is set); the other
+// passes' own knobs are in their files.
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { createServer } from 'node:http';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import autocannon from 'autocannon';
-import { freePort } from '../tests/e2e/wrangler.mjs';
+import { OUT, ROOT, bundle, serve } from './workerd.mjs';
+import { KEY, META, MODERN, modernReq } from './requests.mjs';
+import { coldStarts } from './cold-start.mjs';
+import { manyAtOnce } from './many.mjs';
+import { costPerCall } from './cost.mjs';
 
-const ROOT = resolve(import.meta.dirname, '..');
-const OUT = join(ROOT, 'bench/.out');
-const WRANGLER = join(ROOT, 'node_modules/wrangler/bin/wrangler.js');
-const WORKERD = join(ROOT, 'node_modules/workerd/bin/workerd');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 // The fixed-rate pass runs in interleaved rounds too; its p50 and p99 are of
 // every request of a lane's rounds together, and each round's p99 and the
@@ -35,11 +41,14 @@ const FIXED_SECONDS = Number(process.env.BENCH_FIXED_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
-const KEY = 'bench:bench-key-0123456789abcdef0123456789abcdef';
+const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost')).split(',').map((s) => s.trim()));
 
 /** The workers, each bundled from its own directory and config. */
 const WORKERS = [
   { name: 'ceiling', dir: 'bench/ceiling', classes: { CEILING: 'Ceiling' }, vars: {} },
+  // Plain JavaScript, served as it is (STATE_LENGTH is set from a real
+  // first round before workerd starts: see `stateLength`).
+  { name: 'floor', prebuilt: 'bench/floor', classes: {}, vars: {} },
   { name: 'fixtures', dir: '.', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp' } },
   { name: 'quickstart', dir: 'examples/quickstart', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY } },
   // The fixtures bundle again, signing in with OAuth: JWTs checked against
@@ -76,128 +85,13 @@ async function startIssuer() {
 }
 const PEER = join(ROOT, 'bench/peer');
 
-function bundle(w) {
-  const out = join(OUT, w.name);
-  rmSync(out, { recursive: true, force: true });
-  const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', out], {
-    cwd: join(ROOT, w.dir), encoding: 'utf8',
-    env: { ...process.env, DMCP_WASM_OPT: '1', DMCP_SKIP_BUILD: '0', CARGO_TARGET_DIR: join(ROOT, 'target') },
-  });
-  if (r.status !== 0) throw new Error(`bundling ${w.name} failed:\n${r.stdout}\n${r.stderr}`);
-  return out;
-}
-
-/** A capnp constant name for a worker (camelCase, no dashes). */
-const ident = (name) => `${name.replace(/-([a-z])/g, (_, c) => c.toUpperCase())}Worker`;
-
-/** One worker of the workerd config: its modules, bindings and objects. */
-function capnpWorker(w, dir) {
-  const files = readdirSync(dir).filter((f) => /\.(m?js|wasm)$/.test(f) && !f.endsWith('.map'));
-  const main = files.find((f) => f === 'shim.js' || f === 'index.js') ?? files.find((f) => f.endsWith('.js'));
-  const mods = [main, ...files.filter((f) => f !== main)].map((f) => {
-    const kind = f.endsWith('.wasm') ? 'wasm' : 'esModule';
-    return `(name = ${JSON.stringify(f)}, ${kind} = embed ${JSON.stringify(relative(OUT, join(dir, f)))})`;
-  });
-  const bindings = [
-    ...Object.entries(w.classes).map(([b, c]) => `(name = ${JSON.stringify(b)}, durableObjectNamespace = ${JSON.stringify(c)})`),
-    ...Object.entries(w.vars).map(([k, v]) => `(name = ${JSON.stringify(k)}, text = ${JSON.stringify(v)})`),
-  ];
-  const namespaces = Object.values(w.classes).map((c) => `(className = ${JSON.stringify(c)}, uniqueKey = ${JSON.stringify(`${w.name}-${c}`)}, enableSql = true)`);
-  return `const ${ident(w.name)} :Workerd.Worker = (
-  modules = [${mods.join(', ')}],
-  compatibilityDate = "2026-04-20",
-  compatibilityFlags = [${(w.flags ?? []).map((f) => JSON.stringify(f)).join(', ')}],
-  bindings = [${bindings.join(', ')}],
-  durableObjectNamespaces = [${namespaces.join(', ')}],
-  durableObjectStorage = ${namespaces.length ? '(localDisk = "do-disk")' : '(none = void)'},
-);`;
-}
-
-async function serve(workers) {
-  const ports = {};
-  for (const w of workers) ports[w.name] = await freePort();
-  // Objects keep SQLite on disk (workerd's in-memory storage has no SQL):
-  // a fresh directory per run. (On tmpfs the DO lanes wait on no I/O, but
-  // a run's many thousand fresh objects then ran workerd into
-  // SQLITE_NOMEM and failed requests by the thousand.)
-  const disk = join(OUT, 'do-storage');
-  rmSync(disk, { recursive: true, force: true });
-  mkdirSync(disk, { recursive: true });
-  const config = `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
-  services = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, worker = .${ident(w.name)})`).join(', ')},
-    (name = "do-disk", disk = (path = ${JSON.stringify(disk)}, writable = true)),
-    # The OAuth lanes' issuer keys are served on loopback (the default allows public addresses only).
-    (name = "internet", network = (allow = ["public", "local"]))],
-  sockets = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, address = "127.0.0.1:${ports[w.name]}", http = (), service = ${JSON.stringify(w.name)})`).join(', ')}],
-);
-${workers.map((w) => capnpWorker(w, w.out)).join('\n')}
-`;
-  const file = join(OUT, 'workerd.capnp');
-  writeFileSync(file, config);
-  let child;
-  const start = async () => {
-    child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: OUT, stdio: ['ignore', 'inherit', 'inherit'], detached: true });
-    for (const w of workers) {
-      const url = `http://127.0.0.1:${ports[w.name]}/`;
-      for (let i = 0; ; i++) {
-        try { await fetch(url, { method: 'POST', body: '{}' }); break; } catch {
-          if (i > 200 || child.exitCode !== null) { stop(); throw new Error(`workerd did not serve ${w.name}`); }
-          await new Promise((r) => setTimeout(r, 100));
-        }
-      }
-    }
-  };
-  // Stopping also frees the objects' files (on tmpfs they hold memory).
-  const stop = () => {
-    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
-    rmSync(disk, { recursive: true, force: true });
-  };
-  // Every object workerd has opened keeps its SQLite database open (2–3
-  // file descriptors), and a DO lane opens a few thousand fresh ones per
-  // window. Past some 3,000 open objects workerd's SQLite failed with
-  // SQLITE_NOMEM and every DO request, the ceiling's too, was a 500
-  // (2026-11-25: 550 errors in one run's third durable round; thousands
-  // when the DO lanes ran back to back). So before a window, a workerd
-  // holding more than `FD_BUDGET` descriptors (after a DO lane's window,
-  // that is) is restarted on the same ports and the same storage (the
-  // session and the task the lanes use are reopened from disk when next
-  // asked for), and the lane warmed again.
-  const freshIfNeeded = async () => {
-    let open = 0;
-    try { open = readdirSync(`/proc/${child.pid}/fd`).length; } catch { return false; }
-    if (open <= FD_BUDGET) return false;
-    const exited = new Promise((ok) => child.once('exit', ok));
-    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
-    await exited;
-    await start();
-    console.error(`(workerd restarted: it held ${open} file descriptors)`);
-    return true;
-  };
-  await start();
-  return { ports, stop, freshIfNeeded };
-}
-
 // ---- requests ----
 
-/** Open file descriptors workerd may hold before a window starts (see `serve`). */
-const FD_BUDGET = Number(process.env.BENCH_FD_BUDGET ?? 2000);
-
-const MODERN = '2026-07-28';
-const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
 /** `req` with `Authorization: Bearer <token>`. */
 function withBearer(req, token) {
   return { ...req, headers: { ...req.headers, authorization: `Bearer ${token}` } };
 }
 
-function modernReq(name, args, extra = {}) {
-  return {
-    method: 'POST', path: '/mcp',
-    headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META, ...extra } }),
-  };
-}
 /**
  * The first failed reply of a window on a lane that reads its replies (the
  * round trips), with the state its request carried: a status alone does
@@ -348,6 +242,20 @@ async function openSession(base, path = '/mcp') {
   return sh;
 }
 
+/** The JS floor's lanes (bench/floor), each the floor of the lanes of its shape. */
+const FLOOR = {
+  call: 'floor (JS): parse + the 2026-07-28 header checks + fixed result',
+  roundTrip: 'floor (JS): round trip (a fixed state as long as ours, then the retry)',
+  round1: 'floor (JS): round 1 alone (a fixed input_required)',
+  round2: 'floor (JS): round 2 alone (the real retry, a fixed result)',
+};
+/** The floor lane a lane is held against: its round, a round trip's, or the call's. */
+function floorOf({ name, per }) {
+  if (/round 1/.test(name)) return FLOOR.round1;
+  if (/round 2/.test(name)) return FLOOR.round2;
+  return per === 2 ? FLOOR.roundTrip : FLOOR.call;
+}
+
 async function run(url, requests, perIteration, rate) {
   // At a fixed rate, autocannon's coordinated-omission correction is off:
   // it backfills every response slower than `ceil(1 / per-connection
@@ -394,7 +302,7 @@ function svg(rows, title) {
   const W = 760; const bar = 22; const gap = 8; const left = 330; const top = 40;
   const H = top + rows.length * (bar + gap) + 20;
   const max = Math.max(...rows.map((r) => r.rps)) || 1;
-  const colour = (n) => (n.startsWith('ceiling') ? '#9aa0a6' : n.startsWith('agents') ? '#f29900' : '#1a73e8');
+  const colour = (n) => (n.startsWith('floor') ? '#5f6368' : n.startsWith('ceiling') ? '#9aa0a6' : n.startsWith('agents') ? '#f29900' : '#1a73e8');
   const esc = (t) => t.replace(/&/g, '&amp;').replace(/</g, '&lt;');
   const bars = rows.map((r, i) => {
     const y = top + i * (bar + gap);
@@ -423,7 +331,7 @@ function preflight(workers, at) {
     return;
   }
   // (The CLI does not sign in yet: the OAuth worker is checked in `preflightOAuth`.)
-  for (const w of workers.filter((x) => x.name !== 'ceiling' && !x.vars?.OAUTH_AUDIENCE)) {
+  for (const w of workers.filter((x) => !['ceiling', 'floor'].includes(x.name) && !x.vars?.OAUTH_AUDIENCE)) {
     const url = `${at(w.name)}/mcp`;
     const r = spawnSync(cli, ['tools', url], { encoding: 'utf8', timeout: 30_000 });
     if (r.status !== 0) throw new Error(`preflight: ${w.name} lists no tools: ${r.stderr}`);
@@ -475,10 +383,12 @@ async function main() {
   mkdirSync(OUT, { recursive: true });
   const workers = WORKERS.map((w) => ({ ...w }));
   const peerBuilt = existsSync(join(PEER, 'dist'));
+  for (const w of workers.filter((x) => x.prebuilt)) w.out = join(ROOT, w.prebuilt);
+  const bundled = workers.filter((x) => !x.bundleOf && !x.prebuilt);
   if (process.env.BENCH_SKIP_BUILD !== '1') {
-    for (const w of workers.filter((x) => !x.bundleOf)) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
+    for (const w of bundled) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
   } else {
-    for (const w of workers.filter((x) => !x.bundleOf)) w.out = join(OUT, w.name);
+    for (const w of bundled) w.out = join(OUT, w.name);
   }
   for (const w of workers.filter((x) => x.bundleOf)) w.out = join(OUT, w.bundleOf);
   const issuer = await startIssuer();
@@ -487,12 +397,53 @@ async function main() {
   }
   const peers = peerBuilt ? JSON.parse(readFileSync(join(PEER, 'bench-workers.json'), 'utf8')) : [];
   for (const p of peers) workers.push({ ...p, out: join(PEER, p.out) });
+  if (SUITES.has('throughput')) {
+    workers.find((w) => w.name === 'floor').vars.STATE_LENGTH = String(await stateLength(workers.find((w) => w.name === 'fixtures')));
+  }
+  const report = { at: new Date().toISOString() };
+  try {
+    if (SUITES.has('throughput')) Object.assign(report, await throughput(workers, issuer));
+    if (SUITES.has('cold')) report.coldStarts = await coldStarts(workers);
+    if (SUITES.has('many')) report.many = await manyAtOnce(workers.find((w) => w.name === 'fixtures'));
+    if (SUITES.has('cost')) {
+      report.cost = await costPerCall(workers);
+      printCost();
+    }
+  } finally {
+    issuer.stop();
+  }
+  writeFileSync(join(OUT, 'results.json'), JSON.stringify(report, null, 2));
+  if (statSync(OUT)) console.error(`\nresults: ${relative(ROOT, join(OUT, 'results.json'))}`);
+}
+
+/**
+ * The length of a real MRTR first round's state (the fixtures worker's,
+ * served alone for a moment): what the JS floor's fixed state is made as
+ * long as.
+ */
+async function stateLength(fixtures) {
+  const { ports, stop } = await serve([fixtures], { storage: join(OUT, 'probe-storage'), config: 'probe.capnp' });
+  try {
+    const req = modernReq('test_input_required_result_elicitation', {});
+    const r = await (await fetch(`http://127.0.0.1:${ports.fixtures}/mcp`, { method: 'POST', headers: req.headers, body: req.body })).json();
+    const state = r.result?.requestState;
+    if (!state) throw new Error(`the first round answered no requestState: ${JSON.stringify(r)}`);
+    return state.length;
+  } finally {
+    stop();
+  }
+}
+
+/** The throughput lanes and the fixed-rate pass, in one workerd; prints them; returns what results.json keeps. */
+async function throughput(workers, issuer) {
   const { ports, stop, freshIfNeeded } = await serve(workers);
   const at = (name) => `http://127.0.0.1:${ports[name]}`;
   preflight(workers, at);
   await preflightOAuth(`${at('fixtures-oauth')}/mcp`, issuer);
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
   const durableRounds = await durableRequests(at('fixtures'), answersFor);
+  const mrtrRound2 = await mrtrRetry(at('fixtures'), 'test_input_required_result_elicitation', {},
+    { user_name: { action: 'accept', content: { name: 'bench' } } });
   const scenarios = [
     // The ceilings get the very requests the lanes they stand for get (the
     // same headers, the same body bytes), so the ratio is the cost of what
@@ -510,6 +461,14 @@ async function main() {
     // The plain-DO ceiling of the design durable-mcp has now: calls in 16
     // long-lived shard objects, one alarm per shard (CALL_SHARDS).
     ['ceiling: DO round trip, sharded (16 objects, an alarm each)', at('ceiling'), ceilingRoundTrip('/do-shard/', durableRounds), 2],
+    // The platform floor (bench/floor): plain JavaScript, sent the very
+    // bytes of each lane: the stateless call, the MRTR round trip, and its
+    // rounds alone (round 2: the real retry, carrying a real state).
+    [FLOOR.call, at('floor'), [{ ...modernReq('add', { a: 1, b: 2 }), path: '/call' }], 1],
+    [FLOOR.roundTrip, at('floor'), roundTrip('test_input_required_result_elicitation', {},
+      { user_name: { action: 'accept', content: { name: 'bench' } } }).map((r) => ({ ...r, path: '/mrtr' })), 2],
+    [FLOOR.round1, at('floor'), [{ ...modernReq('test_input_required_result_elicitation', {}), path: '/mrtr' }], 1],
+    [FLOOR.round2, at('floor'), [{ ...mrtrRound2, path: '/mrtr' }], 1],
     // For reference: the ceiling as the first runs measured it, sent a
     // 45-byte body and one header; what the request's size alone costs.
     ['ceiling: parse + fixed result, a minimal request (reference)', at('ceiling'), [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
@@ -524,8 +483,7 @@ async function main() {
     ['durable-mcp: MRTR round trip', at('fixtures'), roundTrip('test_input_required_result_elicitation', {},
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ['durable-mcp: MRTR round 1 (input_required)', at('fixtures'), [modernReq('test_input_required_result_elicitation', {})], 1],
-    ['durable-mcp: MRTR round 2 (the retry, completes)', at('fixtures'), [await mrtrRetry(at('fixtures'),
-      'test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } })], 1],
+    ['durable-mcp: MRTR round 2 (the retry, completes)', at('fixtures'), [mrtrRound2], 1],
     ['durable-mcp: durable round trip (deploy, 2 rounds)', at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
   ];
   const elicited = { action: 'accept', content: { name: 'bench' } };
@@ -535,7 +493,7 @@ async function main() {
   const sessionHeaders = await openSession(at('fixtures'));
   scenarios.push(['durable-mcp: 2025-11-25 session tools/call (add)', at('fixtures'), [{ method: 'POST', path: '/mcp', headers: sessionHeaders,
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) }], 1]);
-  for (const p of peers) for (const s of p.scenarios ?? []) {
+  for (const p of workers.filter((w) => w.scenarios)) for (const s of p.scenarios) {
     const requests = s.kind === 'roundTrip' ? roundTrip(s.tool, s.args, s.answers) : s.kind === 'session'
       ? [{ method: 'POST', path: s.path ?? '/mcp', headers: await openSession(at(p.name), s.path ?? '/mcp'),
         body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: s.tool, arguments: s.args } }) }]
@@ -550,8 +508,9 @@ async function main() {
     'durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)',
     'durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)',
     // The box's own floor at that rate: the ceiling's p99 shows the stalls
-    // no server here escapes (the load generator shares the two cores).
-    'ceiling: parse + fixed result'];
+    // no server here escapes (the load generator shares the two cores);
+    // the JS floor's, the same with nothing but the runtime's own work.
+    'ceiling: parse + fixed result', FLOOR.call];
   const fixedRate = Number(process.env.BENCH_FIXED_RATE ?? 200);
   const fixed = [];
   try {
@@ -600,29 +559,34 @@ async function main() {
     }
   } finally {
     stop();
-    issuer.stop();
   }
+  const perOf = new Map(chosen.map(([n, , , per]) => [n, per]));
   const rows = [...results.entries()].map(([name, rs]) => ({
-    name, rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)),
+    name, per: perOf.get(name), rps: median(rs.map((r) => r.rps)), p50: median(rs.map((r) => r.p50)), p99: median(rs.map((r) => r.p99)),
     errors: rs.reduce((a, r) => a + r.errors, 0),
   }));
+  // Every lane against the JS floor's lane of its shape (see `floorOf`).
+  for (const r of rows) {
+    const f = rows.find((x) => x.name === floorOf(r));
+    r.floor = f ? r.rps / f.rps : null;
+  }
   const sizes = {};
-  for (const w of WORKERS.filter((x) => !x.bundleOf)) {
-    const wasm = readdirSync(w.out ?? join(OUT, w.name)).filter((f) => f.endsWith('.wasm'));
+  for (const w of workers.filter((x) => !x.bundleOf && !x.prebuilt && !x.name.startsWith('peer'))) {
+    const wasm = readdirSync(w.out).filter((f) => f.endsWith('.wasm'));
     if (wasm.length) {
-      const bytes = readFileSync(join(w.out ?? join(OUT, w.name), wasm[0]));
+      const bytes = readFileSync(join(w.out, wasm[0]));
       sizes[w.name] = { raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
     }
   }
-  const report = { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, rows, fixed, sizes, at: new Date().toISOString() };
-  writeFileSync(join(OUT, 'results.json'), JSON.stringify(report, null, 2));
-  const chart = svg(rows, `Throughput, medians of ${ROUNDS} × ${SECONDS} s, ${CONNECTIONS} connections, one workerd (grey: ceiling, blue: durable-mcp, orange: agents)`);
+  const chart = svg(rows, `Throughput, medians of ${ROUNDS} × ${SECONDS} s, ${CONNECTIONS} connections, one workerd (dark grey: JS floor, grey: Rust ceiling, blue: durable-mcp, orange: agents)`);
   writeFileSync(join(OUT, 'results.svg'), chart);
   // BENCH_DOCS=1 refreshes the chart docs/PERFORMANCE.md shows.
   if (process.env.BENCH_DOCS === '1') writeFileSync(join(ROOT, 'docs/performance.svg'), chart);
   console.log(`\n${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} interleaved rounds, medians (rps counts whole round trips)\n`);
-  console.log('| scenario | rps | p50 ms | p99 ms | errors |\n|---|---|---|---|---|');
-  for (const r of rows) console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  console.log('| scenario | rps | × JS floor | p50 ms | p99 ms | errors |\n|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.name} | ${r.rps.toFixed(0)} | ${r.floor === null ? 'n/a' : `${r.floor.toFixed(2)}×`} | ${r.p50} | ${r.p99} | ${r.errors} |`);
+  }
   const get = (n) => rows.find((r) => r.name === n)?.rps;
   const ratio = (a, b) => (get(a) && get(b) ? `${(get(a) / get(b)).toFixed(2)}×` : 'n/a');
   if (fixed.length) {
@@ -631,6 +595,9 @@ async function main() {
     for (const f of fixed) console.log(`| ${f.name} | ${f.count} | ${f.p50} | ${f.p99} | ${f.p99s.join(', ')} | ${f.max} | ${f.errors} |`);
   }
   console.log('\nratios:');
+  console.log(`  stateless call vs the JS floor:  ${ratio('durable-mcp: stateless tools/call (add)', FLOOR.call)} (target ≥ 0.8×; quickstart ${ratio('durable-mcp quickstart: stateless tools/call (add)', FLOOR.call)})`);
+  console.log(`  MRTR round trip vs the JS floor's: ${ratio('durable-mcp: MRTR round trip', FLOOR.roundTrip)} (target ≥ 0.8×; rounds 1 / 2 alone ${ratio('durable-mcp: MRTR round 1 (input_required)', FLOOR.round1)} / ${ratio('durable-mcp: MRTR round 2 (the retry, completes)', FLOOR.round2)})`);
+  console.log(`  the Rust ceiling vs the JS floor: ${ratio('ceiling: parse + the 2026-07-28 header checks', FLOOR.call)} (the same checks; ${ratio('ceiling: round trip (a fixed state, then the retry carrying it)', FLOOR.roundTrip)} as a round trip)`);
   console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   const perRequest = (a, b, n) => (get(a) && get(b) ? `${((n * get(a)) / get(b)).toFixed(2)}×` : 'n/a');
   console.log(`  MRTR round trip vs ceiling:     ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result', 2)} (per request: 2 × round trips / ceiling requests)`);
@@ -656,8 +623,7 @@ async function main() {
     }
   }
   for (const [n, s] of Object.entries(sizes)) console.log(`  wasm ${n}: ${(s.raw / 1024).toFixed(0)} KiB raw, ${(s.gzip / 1024).toFixed(0)} KiB gzip`);
-  printCost();
-  if (statSync(OUT)) console.error(`\nresults: ${relative(ROOT, join(OUT, 'results.json'))}`);
+  return { seconds: SECONDS, rounds: ROUNDS, connections: CONNECTIONS, rows, fixed, sizes };
 }
 
 await main();

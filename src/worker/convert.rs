@@ -140,6 +140,11 @@ pub(crate) fn to_object_request(
     http: &HttpRequest,
     stream: Option<&web_sys::ReadableStream>,
 ) -> Result<web_sys::Request> {
+    // A GET or HEAD goes on without a body: one sent with `Content-Length:
+    // 0` still comes with an (empty) stream, and the runtime refuses a GET
+    // that has a body (a 500 for a session's GET).
+    let bodiless = http.method == "GET" || http.method == "HEAD";
+    let stream = stream.filter(|_| !bodiless);
     let body = (stream.is_none() && !http.body.is_empty()).then_some(http.body.as_slice());
     // A page keeps its path and query (`host::page`); every other request
     // an object serves is /mcp's.

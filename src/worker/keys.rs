@@ -48,6 +48,9 @@ extern "C" {
 thread_local! {
     /// The issuer's keys, for every request of this isolate.
     static KEYS: RefCell<KeySet> = RefCell::new(KeySet::default());
+    /// The fetch of the key set under way, if one is: a promise every
+    /// request that needs it awaits (see [`refresh_shared`]).
+    static FETCHING: RefCell<Option<js_sys::Promise>> = const { RefCell::new(None) };
 }
 
 /// Verifies with the issuer's keys (see the module docs).
@@ -64,9 +67,10 @@ impl KeyVerifier for WebCrypto {
             let kid = jwt.kid.as_deref();
             let mut key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));
             let max_age = config.jwks_max_age_ms;
-            let fetch = KEYS.with(|k| k.borrow().should_fetch(key.is_some(), now_ms, max_age));
+            let fetch = KEYS.with(|k| k.borrow().should_fetch(key.is_some(), now_ms, max_age))
+                || (key.is_none() && FETCHING.with(|f| f.borrow().is_some()));
             if fetch {
-                refresh(config, now_ms).await?;
+                refresh_shared(config, now_ms).await?;
                 key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));
             }
             let Some(jwk) = key else {
@@ -82,6 +86,38 @@ impl KeyVerifier for WebCrypto {
                 Err(KeyError::Invalid)
             }
         })
+    }
+}
+
+/// [`refresh`], once for every request that needs it meanwhile. The key set
+/// counts as fetched from the moment its fetch starts (so a failing issuer
+/// is not asked again on every request), so the requests a fresh isolate
+/// gets together, which all find no key, each found the set fetched and no
+/// key, and all but the first were refused (401s for good tokens, seen in
+/// the bench); now they wait for the one fetch.
+async fn refresh_shared(config: &OAuthConfig, now_ms: u64) -> Result<(), KeyError> {
+    let promise = match FETCHING.with(|f| f.borrow().clone()) {
+        Some(p) => p,
+        None => {
+            let config = config.clone();
+            let p = wasm_bindgen_futures::future_to_promise(async move {
+                let done = refresh(&config, now_ms).await;
+                FETCHING.with(|f| f.borrow_mut().take());
+                match done {
+                    Ok(()) => Ok(wasm_bindgen::JsValue::UNDEFINED),
+                    Err(KeyError::Unavailable(why)) => Err(why.into()),
+                    Err(KeyError::Invalid) => Err(wasm_bindgen::JsValue::NULL),
+                }
+            });
+            FETCHING.with(|f| *f.borrow_mut() = Some(p.clone()));
+            p
+        }
+    };
+    match JsFuture::from(promise).await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(e
+            .as_string()
+            .map_or(KeyError::Invalid, KeyError::Unavailable)),
     }
 }
 

@@ -18,11 +18,20 @@ use worker::{SqlStorage, SqlStorageValue};
 use crate::error::McpError;
 use crate::session::{SessionCall, SessionMeta, SessionStore};
 
+/// Every row written is billed, and so is every write to an index or to
+/// SQLite's own tables: `session_calls` is keyed by its stream id itself
+/// (`WITHOUT ROWID`; with a rowid, each write of a call's row was two rows
+/// written, the row and its key), and an event's `lsn` is its rowid without
+/// `AUTOINCREMENT` (which wrote `sqlite_sequence` on every event: three
+/// rows per event, now two). Events are never deleted one by one (the
+/// session's whole storage goes at once), so the next rowid, the largest
+/// plus one, increases just as `AUTOINCREMENT`'s did. Tables made before
+/// keep their layout; both read and write alike.
 const SCHEMA: [&str; 4] = [
     "CREATE TABLE IF NOT EXISTS session_meta (id INTEGER PRIMARY KEY CHECK (id = 1), json TEXT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS session_events (lsn INTEGER PRIMARY KEY AUTOINCREMENT, stream TEXT NOT NULL, data TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS session_events (lsn INTEGER PRIMARY KEY, stream TEXT NOT NULL, data TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS session_events_by_stream ON session_events (stream, lsn)",
-    "CREATE TABLE IF NOT EXISTS session_calls (stream TEXT PRIMARY KEY, json TEXT NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS session_calls (stream TEXT PRIMARY KEY, json TEXT NOT NULL) WITHOUT ROWID",
 ];
 
 /// The object's copy of its session row: `None` until read or written.

@@ -181,6 +181,23 @@ describe(`default configuration (${VIA})`, () => {
     assert.equal(r.json?.error?.code, -32001, r.text);
   });
 
+  test('a session GET sent with Content-Length: 0 is answered as one without it, not with a 500', async () => {
+    const hdrs = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
+    const init = await post(url, hdrs, {
+      jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'e2e', version: '1' } },
+    });
+    const sid = init.headers.get('mcp-session-id');
+    assert.ok(sid, init.text);
+    // The runtime hands such a GET over with an empty body stream, which
+    // the Worker once forwarded to the session's object (refused: a 500).
+    const get = { accept: 'text/event-stream', 'mcp-session-id': sid, 'mcp-protocol-version': '2025-11-25' };
+    const plain = await rawHttp(url, get, '', 'GET');
+    const zero = await rawHttp(url, { ...get, 'content-length': '0' }, '', 'GET');
+    assert.notEqual(zero.status, 500, zero.text);
+    assert.equal(zero.status, plain.status, zero.text);
+  });
+
   test('PUT and PATCH with a live session id are 405 and never reach the session', async () => {
     const hdrs = { accept: 'application/json, text/event-stream', 'content-type': 'application/json' };
     const init = await post(url, hdrs, {

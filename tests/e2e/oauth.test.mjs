@@ -9,6 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac, createPublicKey } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { Client as V1Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as V1Transport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -348,6 +349,31 @@ describe(`a task belongs to its user across tokens (${VIA})`, () => {
     }
     assert.equal(t.status, 'completed', JSON.stringify(t));
     assert.equal(t.result.content[0].text, 'Deleted a.txt.');
+  });
+});
+
+describe(`a fresh isolate's first signed-in requests (${VIA})`, () => {
+  test('requests that arrive together while the issuer\'s keys are being fetched are all served, on one fetch', { timeout: 60_000 }, async () => {
+    // The key set is answered slowly, so every request arrives while the
+    // first one's fetch is under way (they were refused with 401 then).
+    let fetched = 0;
+    const slow = createServer((_req, res) => {
+      fetched += 1;
+      setTimeout(() => { res.setHeader('content-type', 'application/json'); res.end(JSON.stringify(op.jwks())); }, 300);
+    });
+    await new Promise((ok) => slow.listen(0, '127.0.0.1', ok));
+    const fresh = await startServer({ vars: {
+      OAUTH_ISSUER: op.issuer, OAUTH_SCOPES: 'mcp:read', OAUTH_JWKS_URL: `http://127.0.0.1:${slow.address().port}/jwks` } });
+    try {
+      const token = op.signJwt({ ...claims('ada'), aud: fresh.url });
+      const replies = await Promise.all(Array.from({ length: 8 }, (_, i) => send(fresh.url, 'tools/call',
+        { name: 'whoami', arguments: {} }, { id: i, headers: { authorization: `Bearer ${token}` } })));
+      assert.deepEqual(replies.map((r) => r.status), Array(8).fill(200), replies.map((r) => r.text).join('\n'));
+      assert.equal(fetched, 1, 'the key set was fetched once');
+    } finally {
+      await fresh.stop();
+      slow.close();
+    }
   });
 });
 

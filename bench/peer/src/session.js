@@ -17,6 +17,21 @@ export class PeerSession extends McpAgent {
       { description: 'Returns its text', inputSchema: { text: z.string() } },
       async ({ text }) => ({ content: [{ type: 'text', text }] }),
     );
+    // A paused call on this wire (what the bench's cost pass counts): asks
+    // the user with McpAgent's elicitInput, on the call's own stream, and
+    // answers once the client has.
+    this.server.registerTool(
+      'confirm',
+      { description: 'Asks the user to confirm, then answers', inputSchema: {} },
+      async (_args, extra) => {
+        const answer = await this.elicitInput({
+          message: 'Please confirm',
+          requestedSchema: { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'] },
+        }, { relatedRequestId: extra.requestId });
+        const ok = answer.action === 'accept' && answer.content?.ok === true;
+        return { content: [{ type: 'text', text: ok ? 'confirmed' : 'not confirmed' }] };
+      },
+    );
   }
 }
 

@@ -1,0 +1,174 @@
+// Cold starts: the time from a fresh isolate — a `workerd serve` started on
+// one bundle — to its first answered request, repeated (BENCH_COLD_STARTS,
+// 10) and interleaved across the workers, plus each bundle's size.
+//
+// Each start spawns workerd on one worker, then sends the worker's first
+// request every millisecond until one is answered (a refused connection is
+// retried): "until listening" is when the answered attempt was sent, "first
+// request" how long it took, "second" a warm request after it for scale.
+// Which part of our start-up costs what comes from three more workers
+// built from the fixtures worker's own wasm, each one step more (see
+// `steps`): a plain JS worker that only imports the module (workerd
+// compiles it), one that also instantiates it (with stub imports), and
+// the real bundle (its JS glue, `__wbindgen_start`, and on the first
+// request the server and its registry built, then the call served).
+// (Stub imports: functions that throw, and the runtime's `JSTag` for the
+// exception tag wasm-bindgen imports.)
+// `node bench/profile.mjs fixtures first` profiles that first request.
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { freePort } from '../tests/e2e/wrangler.mjs';
+import { OUT, WORKERD, bundleFiles, capnpConfig } from './workerd.mjs';
+import { modernReq } from './requests.mjs';
+
+const STARTS = Number(process.env.BENCH_COLD_STARTS ?? 10);
+const DIR = join(OUT, 'cold');
+
+const call = (name, args, path = '/mcp') => ({ ...modernReq(name, args), path });
+const initialize = { method: 'POST', path: '/mcp', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+  body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize',
+    params: { protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'bench', version: '1' } } }) };
+const anything = { method: 'GET', path: '/', headers: {}, body: '' };
+
+/** Each subject's first request, by worker name. */
+const FIRST = {
+  floor: call('add', { a: 1, b: 2 }, '/call'),
+  ceiling: call('add', { a: 1, b: 2 }, '/rpc-mcp'),
+  fixtures: call('add', { a: 1, b: 2 }),
+  quickstart: call('add', { a: 1, b: 2 }),
+  'peer-stateless': call('echo', { text: 'hi' }),
+  'peer-session': initialize,
+};
+
+/**
+ * The steps of our start-up as workers of their own, over the fixtures
+ * worker's wasm: `compiled` imports it (workerd compiles a wasm module when
+ * it loads the worker), `instantiated` also instantiates it at load with
+ * every import a stub (no glue, no `__wbindgen_start`).
+ */
+function steps(fixtures) {
+  const wasm = bundleFiles(fixtures.out).find((f) => f.endsWith('.wasm'));
+  const make = (name, body) => {
+    const out = join(DIR, name);
+    mkdirSync(out, { recursive: true });
+    writeFileSync(join(out, 'index.js'), `import wasm from './${wasm}';\n${body}\n`
+      + 'export default { fetch() { return new Response(String(typeof ready)); } };\n');
+    writeFileSync(join(out, wasm), readFileSync(join(fixtures.out, wasm)));
+    return { name, out, classes: {}, vars: {} };
+  };
+  return [
+    make('step-compiled', 'const ready = wasm;'),
+    make('step-instantiated', `const imports = {};
+for (const { module, name, kind } of WebAssembly.Module.imports(wasm)) {
+  (imports[module] ??= {})[name] = kind === 'tag' ? WebAssembly.JSTag : () => { throw new Error('stub'); };
+}
+const ready = new WebAssembly.Instance(wasm, imports);`),
+  ];
+}
+
+/** One HTTP request, no keep-alive; rejects on a refused connection. */
+function once(port, req) {
+  return new Promise((resolve, reject) => {
+    const r = http.request({ host: '127.0.0.1', port, path: req.path, method: req.method, agent: false,
+      headers: { ...req.headers, 'content-length': Buffer.byteLength(req.body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    r.on('error', reject);
+    r.end(req.body);
+  });
+}
+
+/** One cold start of `w`: ms until listening, the first request, a second. */
+async function start(w) {
+  const port = await freePort();
+  const disk = join(DIR, `${w.name}-disk`);
+  rmSync(disk, { recursive: true, force: true });
+  mkdirSync(disk, { recursive: true });
+  const file = join(DIR, `${w.name}.capnp`);
+  writeFileSync(file, capnpConfig([w], { [w.name]: port }, disk, DIR));
+  const req = FIRST[w.name] ?? anything;
+  const t0 = performance.now();
+  const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: DIR, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  const exited = new Promise((ok) => child.once('exit', ok));
+  try {
+    for (;;) {
+      const sent = performance.now();
+      try {
+        const status = await once(port, req);
+        const answered = performance.now();
+        if (status >= 400) throw new Error(`${w.name} answered its first request ${status}`);
+        const again = performance.now();
+        await once(port, req);
+        return { listening: sent - t0, first: answered - sent, total: answered - t0, second: performance.now() - again };
+      } catch (e) {
+        if (e.code !== 'ECONNREFUSED') throw e;
+        if (child.exitCode !== null || performance.now() - t0 > 30_000) throw new Error(`workerd did not serve ${w.name}`);
+        await new Promise((r) => setTimeout(r, 1));
+      }
+    }
+  } finally {
+    try { process.kill(-child.pid, 'SIGTERM'); } catch { /* gone */ }
+    await exited;
+    rmSync(disk, { recursive: true, force: true });
+  }
+}
+
+/** Bytes of a worker's modules (its JS and wasm), raw and gzipped. */
+function size(w) {
+  let raw = 0;
+  let gzip = 0;
+  for (const f of bundleFiles(w.out)) {
+    const bytes = readFileSync(join(w.out, f));
+    raw += bytes.length;
+    gzip += gzipSync(bytes, { level: 9 }).length;
+  }
+  return { raw, gzip };
+}
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const ms = (x) => x.toFixed(0);
+
+/**
+ * Cold starts of `workers` (served as the throughput pass serves them) and
+ * of our start-up's steps; prints a table and returns the rows.
+ */
+export async function coldStarts(workers) {
+  rmSync(DIR, { recursive: true, force: true });
+  mkdirSync(DIR, { recursive: true });
+  const fixtures = workers.find((w) => w.name === 'fixtures');
+  const subjects = [...workers.filter((w) => FIRST[w.name]), ...(fixtures ? steps(fixtures) : [])];
+  const runs = new Map(subjects.map((w) => [w.name, []]));
+  for (let i = 0; i < STARTS; i++) {
+    // Interleaved, each round in another order: whatever the box does
+    // meanwhile lands on every subject alike.
+    const order = subjects.map((w, k) => subjects[(k + i) % subjects.length]);
+    for (const w of order) runs.get(w.name).push(await start(w));
+  }
+  const rows = subjects.map((w) => {
+    const rs = runs.get(w.name);
+    const totals = rs.map((r) => r.total);
+    return { name: w.name, starts: rs.length, listening: median(rs.map((r) => r.listening)), first: median(rs.map((r) => r.first)),
+      total: median(totals), min: Math.min(...totals), max: Math.max(...totals), second: median(rs.map((r) => r.second)), ...size(w) };
+  });
+  console.log(`\ncold starts: a fresh workerd serve per start, ${STARTS} starts each, interleaved, medians (ms)\n`);
+  console.log('| worker | until listening | first request | total (min–max) | a second request | bundle raw | gzip |\n|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    console.log(`| ${r.name} | ${ms(r.listening)} | ${ms(r.first)} | ${ms(r.total)} (${ms(r.min)}–${ms(r.max)}) | ${r.second.toFixed(1)} | `
+      + `${(r.raw / 1024).toFixed(0)} KiB | ${(r.gzip / 1024).toFixed(0)} KiB |`);
+  }
+  const get = (n) => rows.find((r) => r.name === n);
+  const [floor, compiled, instantiated, ours] = ['floor', 'step-compiled', 'step-instantiated', 'fixtures'].map(get);
+  if (floor && compiled && instantiated && ours) {
+    console.log('\nour start-up, step by step (medians, the fixtures worker\'s wasm; each step\'s difference from the one before):');
+    console.log(`  workerd and a plain JS worker, until listening:  ${ms(floor.listening)} ms`);
+    console.log(`  + compiling the wasm (until listening):          ${ms(compiled.listening - floor.listening)} ms`);
+    console.log(`  + instantiating it (until listening):            ${ms(instantiated.listening - compiled.listening)} ms`);
+    console.log(`  + the JS glue and __wbindgen_start (listening):  ${ms(ours.listening - instantiated.listening)} ms`);
+    console.log(`  + the first request (server and registry built, the call served): ${ms(ours.first)} ms, against ${ms(floor.first)} ms for the JS floor's`);
+  }
+  return rows;
+}
