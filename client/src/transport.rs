@@ -55,7 +55,7 @@ impl Client {
     /// request again. A refused sign-in is [`Error::Auth`].
     pub(crate) fn send(&self, headers: &[(&str, String)], body: &Value) -> Result<ureq::Response> {
         let Some(sign_in) = &self.sign_in else {
-            return self.send_once(headers, body, None);
+            return self.send_text(headers, &body.to_string(), None);
         };
         let text = body.to_string();
         let mut authorizations = 0;
@@ -97,15 +97,6 @@ impl Client {
     pub(crate) fn bearer(&self) -> Option<String> {
         let token = self.sign_in.as_ref()?.borrow_mut().bearer(&self.url)?;
         Some(format!("Bearer {token}"))
-    }
-
-    fn send_once(
-        &self,
-        headers: &[(&str, String)],
-        body: &Value,
-        token: Option<&str>,
-    ) -> Result<ureq::Response> {
-        self.send_text(headers, &body.to_string(), token)
     }
 
     fn send_text(

@@ -251,9 +251,7 @@ impl Journal {
         }
         taken
     }
-}
 
-impl Journal {
     /// Completes the pending URL-mode elicitation `key` from its page: its
     /// answer is `accept` with the page's `content` (form values) and, if
     /// the page sealed any, `sealed` (opened only for the tool). Refused

@@ -41,7 +41,7 @@ pub fn is_page(server: &Server, path: &str) -> bool {
         && server.registry.find_page(page_path(path)).is_some()
 }
 
-fn pairs(s: &str) -> Vec<(String, String)> {
+fn pairs(s: &str) -> Pairs {
     form_urlencoded::parse(s.as_bytes())
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
         .collect()
@@ -75,13 +75,23 @@ pub fn named_elicitation(
     caller: &Caller,
 ) -> Option<(String, IdClaims)> {
     let (query, form) = fields(req);
-    let id = form
-        .into_iter()
+    named(server, &query, &form, caller)
+}
+
+/// [`named_elicitation`] from the request's fields, parsed already.
+fn named(
+    server: &Server,
+    query: &Pairs,
+    form: &Pairs,
+    caller: &Caller,
+) -> Option<(String, IdClaims)> {
+    let (_, id) = form
+        .iter()
         .chain(query)
-        .find(|(k, _)| k == ELICITATION_PARAM)
-        .map(|(_, v)| v)?;
-    let claims = elicitation::open(&server.config.keys, &id)?;
-    (claims.principal == elicitation::principal_digest(&caller.principal)).then_some((id, claims))
+        .find(|(k, _)| k == ELICITATION_PARAM)?;
+    let claims = elicitation::open(&server.config.keys, id)?;
+    (claims.principal == elicitation::principal_digest(&caller.principal))
+        .then(|| (id.clone(), claims))
 }
 
 /// Where a page request is served.
@@ -90,24 +100,6 @@ pub enum Keeper<'a> {
     Worker,
     /// In the object that keeps the named elicitation's call.
     Object(&'a Stores<'a>),
-}
-
-/// The checks a page request passes: `Host` allowed, the `Origin` (a form
-/// posts with it) this very server's or an allowed one, signed in as for
-/// `/mcp`, size. Returns who is calling.
-pub fn admit(server: &Server, req: &HttpRequest) -> Result<Caller, McpError> {
-    let same_origin = match (req.header("origin"), req.header("host")) {
-        (Some(o), Some(h)) => o
-            .split_once("://")
-            .is_some_and(|(_, rest)| rest.eq_ignore_ascii_case(h)),
-        _ => false,
-    };
-    if same_origin {
-        let mut without = req.clone();
-        without.headers.retain(|(k, _)| k != "origin");
-        return server.precheck(&without);
-    }
-    server.precheck(req)
 }
 
 /// Serves a page request.
@@ -122,12 +114,12 @@ pub async fn serve(server: &Server, req: &HttpRequest, env: &Env, keeper: Keeper
             "Method not allowed",
         ));
     }
-    let caller = match admit(server, req) {
+    let caller = match server.precheck_page(req) {
         Ok(c) => c,
         Err(e) => return Reply::new(error_response(&e, None)),
     };
-    let named = named_elicitation(server, req, &caller);
     let (query, form) = fields(req);
+    let named = named(server, &query, &form, &caller);
     let page = Page {
         method: req.method.clone(),
         path: page_path(&req.path).to_string(),

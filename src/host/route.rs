@@ -270,7 +270,7 @@ fn page_object(
     if !matches!(req.method.as_str(), "GET" | "POST") {
         return None;
     }
-    let caller = super::page::admit(server, req).ok()?;
+    let caller = server.precheck_page(req).ok()?;
     let (id, claims) = super::page::named_elicitation(server, req, &caller)?;
     use crate::elicitation::Home;
     let mut internal = vec![(ELICITATION_HEADER, id)];

@@ -276,7 +276,7 @@ pub(crate) async fn run_round(
             server,
             home,
             &ctx.principal.0,
-            &ctx.origin,
+            &ctx.origin(),
         ));
     }
     // The claim is written only if the body has to wait (for I/O, in the

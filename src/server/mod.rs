@@ -81,12 +81,21 @@ pub(crate) struct Ctx<'a> {
     pub(crate) caller: &'a Caller,
     /// This server's canonical resource URI as the request reached it.
     pub(crate) resource: String,
-    /// This server's origin as the request reached it (for pages).
-    pub(crate) origin: String,
+    /// The request's `Host`: this server's origin as the request reached
+    /// it, formatted ([`Ctx::origin`]) only by a call that may send the
+    /// user to a page, not on every request.
+    pub(crate) host: Option<&'a str>,
     /// Set when the request is served inside a call's Durable Object.
     pub(crate) durable: Option<&'a Durable<'a>>,
     /// Set when the request is served inside a task's Durable Object.
     pub(crate) task: Option<&'a TaskHost<'a>>,
+}
+
+impl Ctx<'_> {
+    /// This server's origin as the request reached it (for pages).
+    pub(crate) fn origin(&self) -> String {
+        crate::auth::origin_of(self.host)
+    }
 }
 
 /// Where a request is served: the Worker, or the object of a durable call
@@ -238,7 +247,7 @@ impl Server {
             principal: &principal,
             caller: &caller,
             resource: self.resource_of(req),
-            origin: crate::auth::origin_of(req.header("host")),
+            host: req.header("host"),
             durable,
             task,
         };
@@ -291,11 +300,32 @@ impl Server {
         Ok(caller)
     }
 
+    /// [`Server::precheck`] for a page beside `/mcp`: a form posts with the
+    /// `Origin` of this very server, which passes as any allowed one does.
+    pub(crate) fn precheck_page(&self, req: &HttpRequest) -> Result<Caller, McpError> {
+        let host = req.header("host");
+        let origin = req.header("origin").filter(|o| {
+            let same = o
+                .split_once("://")
+                .zip(host)
+                .is_some_and(|((_, rest), h)| rest.eq_ignore_ascii_case(h));
+            !same
+        });
+        self.check_origin_of(origin, host)?;
+        let caller = self.authenticate(req)?;
+        self.check_size(req)?;
+        Ok(caller)
+    }
+
     /// `Origin` and `Host` against their allow-lists (DNS rebinding).
     fn check_origin(&self, req: &HttpRequest) -> Result<(), McpError> {
+        self.check_origin_of(req.header("origin"), req.header("host"))
+    }
+
+    fn check_origin_of(&self, origin: Option<&str>, host: Option<&str>) -> Result<(), McpError> {
         check_origin_and_host(
-            req.header("origin"),
-            req.header("host"),
+            origin,
+            host,
             &self.config.allowed_origins,
             &self.config.allowed_hosts,
         )

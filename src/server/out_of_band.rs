@@ -10,8 +10,9 @@ use crate::server::Server;
 
 /// For the call kept at `home`, asked by `principal`, reached at `origin`.
 pub(crate) fn out_of_band(server: &Server, home: Home, principal: &str, origin: &str) -> OutOfBand {
-    let ring = server.config.keys.clone();
-    let opener = ring.clone();
+    // One copy of the keys for both: made per round of a kept call.
+    let ring = Rc::new(server.config.keys.clone());
+    let opener = Rc::clone(&ring);
     let principal = principal.to_string();
     OutOfBand {
         // No state key, no id: then no page could be routed to the call

@@ -20,7 +20,8 @@ use crate::server::{call_target, run_target, Env, Server};
 pub(super) struct Turn {
     pub(super) caller: crate::auth::Caller,
     pub(super) resource: String,
-    /// This server's origin as the request reached it (for pages).
+    /// This server's origin as the request reached it, for a session
+    /// whose meta has none (opened before it was kept there); else empty.
     pub(super) origin: String,
 }
 

@@ -107,7 +107,13 @@ async fn handle_inner(
     let turn = calls::Turn {
         caller,
         resource: server.resource_of(req),
-        origin: crate::auth::origin_of(req.header("host")),
+        // Pages are named under the session's own origin (in its meta);
+        // only a session older than that field needs this request's.
+        origin: if meta.origin.is_empty() {
+            crate::auth::origin_of(req.header("host"))
+        } else {
+            String::new()
+        },
     };
     if let Some(v) = req.header("mcp-protocol-version") {
         if !is_session_version(v.trim()) {

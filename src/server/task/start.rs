@@ -77,7 +77,7 @@ pub(crate) async fn call(
         principal: ctx.principal.0.clone(),
         caller: ctx.caller.clone(),
         resource: ctx.resource.clone(),
-        origin: ctx.origin.clone(),
+        origin: ctx.origin(),
         tool: tool.name.clone(),
         arguments: args,
         caps: task_caps(&caps),
