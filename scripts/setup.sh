@@ -3,7 +3,8 @@
 # the wasm32 target, worker-build, wasm-bindgen-cli (at the Cargo.lock
 # version), the npm packages (wrangler, Node 22, the MCP clients, the
 # conformance suite, puppeteer-core), Debian's Chromium (for the MCP Apps
-# test) and a local dev key in .dev.vars.
+# test), a local dev key in .dev.vars and the official Python MCP SDK in a
+# venv at .venv-e2e (for the Python sign-in test).
 set -euo pipefail
 source "$(dirname "$0")/lib.sh"
 
@@ -58,3 +59,14 @@ ALLOWED_HOSTS=localhost,127.0.0.1,[::1]
 ALLOWED_ORIGINS=localhost,127.0.0.1,[::1]
 VARS
 done
+
+# The official Python SDK (PyPI `mcp`, at PY_MCP_VERSION) for the Python
+# sign-in test (tests/e2e/python-oauth.test.mjs), in a git-ignored venv.
+PY_MCP_VERSION="2.3.0"
+if [ "$(.venv-e2e/bin/python -c 'import importlib.metadata as m; print(m.version("mcp"))' 2>/dev/null)" != "$PY_MCP_VERSION" ]; then
+  log "installing the Python MCP SDK $PY_MCP_VERSION in .venv-e2e"
+  if ! { { [ -x .venv-e2e/bin/python ] || python3 -m venv .venv-e2e; } \
+      && .venv-e2e/bin/python -m pip install -q --disable-pip-version-check "mcp==$PY_MCP_VERSION"; }; then
+    log "could not install it: the Python sign-in test (tests/e2e/python-oauth.test.mjs) will fail"
+  fi
+fi

@@ -23,6 +23,8 @@ use crate::token::KeyRing;
 const ID_VERSION: &str = "e1";
 const ID_DOMAIN: &[u8] = b"durable-mcp/elicitation-id/v1\0";
 const SEAL_VERSION: &str = "s1";
+const PASS_VERSION: &str = "p1";
+const PASS_DOMAIN: &[u8] = b"durable-mcp/page-pass/v1\0";
 const SEAL_DOMAIN: &[u8] = b"durable-mcp/page-seal-key/v1\0";
 /// The tag is cut to 128 bits: an id travels in URLs.
 const TAG_BYTES: usize = 16;
@@ -115,6 +117,92 @@ pub fn open(ring: &KeyRing, id: &str) -> Option<IdClaims> {
     same.then_some(claims)
 }
 
+/// What a page pass says: the cookie a browser gets the first time it
+/// opens an elicitation's link on a server with sign-in (a navigation
+/// carries no `Authorization`). It stands for the call's user on that one
+/// elicitation's page, until it expires: MAC'd with the state keys, bound
+/// to a digest of the `elicitationId` and to the principal the id names.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct PassClaims {
+    #[serde(rename = "k")]
+    kid: String,
+    /// A digest of the `elicitationId` it opens.
+    #[serde(rename = "e")]
+    elicitation: String,
+    /// The principal digest the id names ([`principal_digest`]).
+    #[serde(rename = "p")]
+    principal: String,
+    /// Expiry, ms since the epoch.
+    #[serde(rename = "x")]
+    expires_ms: u64,
+}
+
+/// How long a page pass lasts: long enough to read a page and post its
+/// form, short enough that a pass left in a browser soon opens nothing.
+pub const PASS_TTL_MS: u64 = 15 * 60 * 1000;
+
+fn id_digest(id: &str) -> String {
+    let d = Sha256::new()
+        .chain_update(b"durable-mcp/elicitation-pass-id\0")
+        .chain_update(id.as_bytes())
+        .finalize();
+    URL_SAFE_NO_PAD.encode(&d[..16])
+}
+
+/// The name of the cookie holding the page pass for elicitation `id`: one
+/// per link, so two approvals open in one browser keep their own.
+pub fn pass_cookie_name(id: &str) -> String {
+    format!("dmcp-pass-{}", &id_digest(id)[..12])
+}
+
+/// A page pass for the elicitation `id` (whose claims are `claims`), valid
+/// until `now_ms` + [`PASS_TTL_MS`].
+pub fn pass(ring: &KeyRing, id: &str, claims: &IdClaims, now_ms: u64) -> Option<String> {
+    let kid = ring.current()?.to_string();
+    let pass = PassClaims {
+        kid: kid.clone(),
+        elicitation: id_digest(id),
+        principal: claims.principal.clone(),
+        expires_ms: now_ms.saturating_add(PASS_TTL_MS),
+    };
+    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&pass).ok()?);
+    let tag = ring.tag(
+        &kid,
+        PASS_DOMAIN,
+        &[PASS_VERSION.as_bytes(), payload.as_bytes()],
+    )?;
+    Some(format!(
+        "{PASS_VERSION}.{payload}.{}",
+        URL_SAFE_NO_PAD.encode(&tag[..TAG_BYTES])
+    ))
+}
+
+/// Whether `pass` is a live page pass for the elicitation `id`: the
+/// principal digest it stands for, else `None`.
+pub fn open_pass(ring: &KeyRing, pass: &str, id: &str, now_ms: u64) -> Option<String> {
+    let mut parts = pass.split('.');
+    let (Some(PASS_VERSION), Some(payload), Some(tag), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    let claims: PassClaims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+    let full = ring.tag(
+        &claims.kid,
+        PASS_DOMAIN,
+        &[PASS_VERSION.as_bytes(), payload.as_bytes()],
+    )?;
+    let same = tag.len() == TAG_BYTES
+        && full[..TAG_BYTES]
+            .iter()
+            .zip(&tag)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    (same && claims.expires_ms > now_ms && claims.elicitation == id_digest(id))
+        .then_some(claims.principal)
+}
+
 fn seal_key(ring: &KeyRing, kid: &str) -> Option<ChaCha20Poly1305> {
     let key = ring.tag(kid, SEAL_DOMAIN, &[])?;
     Some(ChaCha20Poly1305::new(Key::from_slice(&key[..32])))
@@ -189,6 +277,38 @@ mod tests {
         assert!(open(&r, "").is_none());
         let other_keys = KeyRing::parse("k1:ffffffffffffffffffffffffffffffff").expect("test value");
         assert!(open(&other_keys, &a).is_none());
+    }
+
+    #[test]
+    fn a_page_pass_opens_one_elicitation_for_its_principal_until_it_expires() {
+        let r = ring();
+        let home = Home::Call("s3-abc".into());
+        let a = id(&r, &home, "approve", "alice").expect("test value");
+        let b = id(&r, &home, "other", "alice").expect("test value");
+        let claims = open(&r, &a).expect("test value");
+        let p = pass(&r, &a, &claims, 1_000).expect("test value");
+        assert_eq!(
+            open_pass(&r, &p, &a, 2_000),
+            Some(principal_digest("alice"))
+        );
+        // Another elicitation, expired, other keys, tampered: nothing.
+        assert!(open_pass(&r, &p, &b, 2_000).is_none());
+        assert!(open_pass(&r, &p, &a, 1_000 + PASS_TTL_MS).is_none());
+        let other = KeyRing::parse("k1:ffffffffffffffffffffffffffffffff").expect("test value");
+        assert!(open_pass(&other, &p, &a, 2_000).is_none());
+        let mut forged = PassClaims {
+            kid: "k1".into(),
+            elicitation: id_digest(&a),
+            principal: principal_digest("mallory"),
+            expires_ms: u64::MAX,
+        };
+        let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&forged).expect("json"));
+        let tag = p.rsplit('.').next().expect("test value");
+        assert!(open_pass(&r, &format!("p1.{payload}.{tag}"), &a, 2_000).is_none());
+        forged.expires_ms = 0;
+        assert!(open_pass(&r, "p1.x.y", &a, 2_000).is_none());
+        // An elicitation id is not a pass.
+        assert!(open_pass(&r, &a, &a, 2_000).is_none());
     }
 
     #[test]

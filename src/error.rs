@@ -57,6 +57,10 @@ pub enum ErrorKind {
     RequestCancelled,
     /// The server is misconfigured or broke (`-32603`, 500).
     Internal,
+    /// Something the request needs is down for now, the authorization
+    /// server's keys (`-32603`, 503; the reply carries `Retry-After`, and
+    /// `data.retryAfter` in seconds).
+    Unavailable,
 }
 
 /// An error with its class, a message for humans and optional `data`.
@@ -143,7 +147,7 @@ impl McpError {
             ErrorKind::MissingCapability => -32021,
             ErrorKind::UrlElicitationRequired => -32042,
             ErrorKind::UnsupportedVersion => -32022,
-            ErrorKind::Internal => -32603,
+            ErrorKind::Internal | ErrorKind::Unavailable => -32603,
         }
     }
 
@@ -172,6 +176,7 @@ impl McpError {
             ErrorKind::TooLarge => 413,
             ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::Internal => 500,
+            ErrorKind::Unavailable => 503,
         }
     }
 

@@ -45,8 +45,8 @@ pub use server::task;
 pub mod worker;
 
 pub use app::{
-    content, text, Bindings, CallToolResult, Json, Page, PageReply, Prompt, Registry, Resource,
-    ResourceTemplate, TaskSupport, Tool, View,
+    content, text, Bindings, CallToolResult, Cookie, Json, Page, PageReply, Prompt, Question,
+    Registry, Resource, ResourceTemplate, TaskSupport, Tool, View,
 };
 pub use app::{Skill, SkillError};
 pub use engine::{

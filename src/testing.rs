@@ -225,6 +225,19 @@ impl TestServer {
         let wanted = host::client_headers(&self.server);
         req.headers
             .retain(|(k, _)| wanted.iter().any(|w| w.eq_ignore_ascii_case(k)));
+        // As the Worker does: CORS decided first, applied to any answer.
+        match host::cors(&self.server, &req) {
+            host::Cors::Preflight(resp) => read(Reply::new(resp)),
+            host::Cors::Headers(headers) => {
+                let mut reply = self.send_checked(req);
+                host::apply_cors(&mut reply.headers, headers);
+                reply
+            }
+            host::Cors::Nothing => self.send_checked(req),
+        }
+    }
+
+    fn send_checked(&mut self, mut req: HttpRequest) -> TestReply {
         self.next_random = self.next_random.wrapping_add(1);
         let env = Env {
             now_ms: self.now_ms,

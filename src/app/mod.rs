@@ -20,7 +20,7 @@ mod tool;
 pub mod ui;
 
 pub use bindings::Bindings;
-pub use page::{Page, PageReply};
+pub use page::{Cookie, Page, PageReply, Question};
 pub use registry::{Completer, Prompt, Registry, Resource, ResourceTemplate};
 pub use result::{content, text, CallToolResult, IntoToolResult, Json, NEXT_TOOL};
 pub use skills::{Skill, SkillError};

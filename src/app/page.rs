@@ -52,6 +52,30 @@ pub struct Page {
     /// The verified `elicitationId` the request names, if it names one
     /// this server issued to this caller.
     pub(crate) elicitation: Option<String>,
+    /// What the named elicitation asks, read from the call's own storage.
+    pub(crate) question: Option<Question>,
+    /// The request's cookies (`Cookie`), name and value.
+    pub(crate) cookies: Vec<(String, String)>,
+}
+
+/// What a pending URL elicitation asks, as the paused call recorded it:
+/// read from the call's storage, never from the request, so whoever holds
+/// the link cannot change what the page shows.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The message the tool asked with (what the client showed the user).
+    pub message: String,
+    /// What the tool chose to show on the page
+    /// ([`Cx::elicit_url_showing`](crate::Cx::elicit_url_showing)), or
+    /// `Value::Null`.
+    pub details: Value,
+}
+
+impl Question {
+    /// A detail by name, as text (`None` when absent or not a string).
+    pub fn detail(&self, name: &str) -> Option<&str> {
+        self.details.get(name).and_then(Value::as_str)
+    }
 }
 
 impl Page {
@@ -69,6 +93,23 @@ impl Page {
     pub fn elicitation(&self) -> Option<&str> {
         self.elicitation.as_deref()
     }
+
+    /// What the named elicitation asks (its message and the details the
+    /// tool chose to show), read from the paused call: `None` when the
+    /// request names no elicitation of this caller's, or it is no longer
+    /// waiting.
+    pub fn question(&self) -> Option<&Question> {
+        self.question.as_ref()
+    }
+
+    /// A cookie the request carries, by name (one a page set with
+    /// [`PageReply::cookie`]).
+    pub fn cookie(&self, name: &str) -> Option<&str> {
+        self.cookies
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// What a page answers.
@@ -78,6 +119,88 @@ pub struct PageReply {
     pub(crate) content_type: String,
     pub(crate) body: String,
     pub(crate) completion: Option<Completion>,
+    /// Headers the page set: each replaces a default of the same name.
+    pub(crate) headers: Vec<(String, String)>,
+    /// Cookies the page sets.
+    pub(crate) cookies: Vec<Cookie>,
+}
+
+/// A cookie a page sets ([`PageReply::cookie`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cookie {
+    name: String,
+    value: String,
+    path: Option<String>,
+    max_age_s: Option<u64>,
+    same_site: &'static str,
+}
+
+impl Cookie {
+    /// A cookie with the safe defaults: `HttpOnly`, `SameSite=Lax`,
+    /// `Secure` (on an `https` server), the page's own path, a session
+    /// cookie.
+    pub fn new(name: impl Into<String>, value: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            value: value.into(),
+            path: None,
+            max_age_s: None,
+            same_site: "Lax",
+        }
+    }
+
+    /// Sent for requests under `path` (default: the page's path).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = Some(path.into());
+        self
+    }
+
+    /// Kept for `seconds` (`0` removes it).
+    pub fn max_age(mut self, seconds: u64) -> Self {
+        self.max_age_s = Some(seconds);
+        self
+    }
+
+    /// `SameSite=Strict`: not sent when the browser arrives from another
+    /// site (a link in a chat app), only on the page's own requests.
+    pub fn strict(mut self) -> Self {
+        self.same_site = "Strict";
+        self
+    }
+
+    /// The `Set-Cookie` value for a page at `page_path` on an `https`
+    /// server or not. Names and values are percent-encoded where a cookie
+    /// cannot hold a character as it is.
+    pub(crate) fn header(&self, page_path: &str, https: bool) -> String {
+        let mut out = format!(
+            "{}={}; Path={}; HttpOnly; SameSite={}",
+            cookie_text(&self.name),
+            cookie_text(&self.value),
+            cookie_text(self.path.as_deref().unwrap_or(page_path)),
+            self.same_site
+        );
+        if let Some(s) = self.max_age_s {
+            out.push_str(&format!("; Max-Age={s}"));
+        }
+        if https {
+            out.push_str("; Secure");
+        }
+        out
+    }
+}
+
+/// `s` with what may not stand in a cookie (controls, space, `;`, `,`,
+/// `"`, `\\`, non-ASCII) percent-encoded.
+fn cookie_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_graphic() && !matches!(b, b';' | b',' | b'"' | b'\\' | b'%') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
 }
 
 /// A page's answer to the elicitation its request names.
@@ -105,7 +228,35 @@ impl PageReply {
             content_type: "text/html; charset=utf-8".into(),
             body: body.into(),
             completion: None,
+            headers: Vec::new(),
+            cookies: Vec::new(),
         }
+    }
+
+    /// A redirect (`303 See Other`) to `location` (a path on this server,
+    /// or an absolute URL: a third-party sign-in, say).
+    pub fn redirect(location: impl Into<String>) -> Self {
+        Self::text("")
+            .status(303)
+            .header("location", location.into())
+    }
+
+    /// With header `name` set to `value`, replacing the default of that
+    /// name: every page answers with `Content-Security-Policy`,
+    /// `X-Frame-Options`, `Referrer-Policy`, `X-Content-Type-Options` and
+    /// `Cache-Control` defaults (see the guide), which a page may loosen
+    /// or tighten here. Internal and hop-by-hop names are ignored.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers
+            .push((name.into().to_ascii_lowercase(), value.into()));
+        self
+    }
+
+    /// With a cookie set (`Set-Cookie`, with [`Cookie`]'s safe defaults).
+    pub fn cookie(mut self, cookie: Cookie) -> Self {
+        // Rendered where the page's path and scheme are known.
+        self.cookies.push(cookie);
+        self
     }
 
     /// Plain text (200).

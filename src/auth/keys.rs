@@ -1,11 +1,9 @@
 //! The issuer's signing keys as a host caches them: which key a token
-//! names, and when the key set may be fetched again. The host fetches and
-//! verifies; these rules decide.
+//! names, and which metadata names them. When the set is fetched again is
+//! `refresh.rs`'s; the host fetches and verifies.
 
 use serde_json::Value;
 
-#[cfg(test)]
-use super::oauth::JWKS_MAX_AGE_MS;
 use super::OAuthConfig;
 
 /// An unknown `kid` fetches the key set again at most this often, in ms: a
@@ -19,7 +17,7 @@ pub struct KeySet {
     pub url: Option<String>,
     /// The keys (`keys` of the JWKS).
     pub keys: Vec<Value>,
-    /// When they were fetched (`None`: never).
+    /// When they were last fetched (`None`: never).
     pub fetched_ms: Option<u64>,
 }
 
@@ -44,19 +42,6 @@ impl KeySet {
             None => {
                 let only = candidates.next();
                 candidates.next().is_none().then_some(only).flatten()
-            }
-        }
-    }
-
-    /// Whether to fetch the key set now: never fetched, older than
-    /// `max_age_ms`, or missing the key a token names and last fetched
-    /// more than [`JWKS_REFETCH_MS`] ago (or `max_age_ms`, if shorter).
-    pub fn should_fetch(&self, has_key: bool, now_ms: u64, max_age_ms: u64) -> bool {
-        match self.fetched_ms {
-            None => true,
-            Some(at) => {
-                let age = now_ms.saturating_sub(at);
-                age >= max_age_ms || (!has_key && age >= JWKS_REFETCH_MS.min(max_age_ms))
             }
         }
     }
@@ -114,22 +99,6 @@ mod tests {
         assert!(set.find("RS256", Some("r9")).is_none());
         assert!(set.find("ES256", None).is_some(), "the one EC key");
         assert!(set.find("HS256", Some("r1")).is_none());
-    }
-
-    #[test]
-    fn the_key_set_is_fetched_again_when_old_or_at_a_bounded_rate_for_unknown_keys() {
-        let mut set = KeySet::default();
-        let age = JWKS_MAX_AGE_MS;
-        assert!(set.should_fetch(false, 0, age));
-        set.update(&json!({"keys": []}), 1_000);
-        assert!(!set.should_fetch(true, 2_000, age));
-        assert!(!set.should_fetch(false, 1_000 + JWKS_REFETCH_MS - 1, age));
-        assert!(set.should_fetch(false, 1_000 + JWKS_REFETCH_MS, age));
-        assert!(set.should_fetch(true, 1_000 + JWKS_MAX_AGE_MS, age));
-        assert!(
-            set.should_fetch(true, 2_000, 1_000),
-            "a shorter configured age"
-        );
     }
 
     #[test]

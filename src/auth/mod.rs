@@ -17,8 +17,10 @@
 //!   (a set but malformed value refuses to serve, never turns auth off).
 //! - `oauth.rs`: the OAuth configuration; the scope hierarchy rule.
 //! - `jwt.rs`: a JWT access token taken apart, its claims decided; [`Caller`].
-//! - `keys.rs`: the issuer's key set: which key a token names, when to
-//!   fetch the set again.
+//! - `keys.rs`: the issuer's key set: which key a token names.
+//! - `refresh.rs`: when the key set is fetched, and what a request does
+//!   while the issuer is down (one refresh at a time, a back-off after
+//!   failures, stale keys for a while, else `503` with `Retry-After`).
 //! - `resource.rs`: metadata, challenges, and a request's token checked
 //!   (the signature by a [`KeyVerifier`]: WebCrypto in the Worker).
 //! - `seen.rs`: tokens whose signature verified lately (by digest), so a
@@ -28,6 +30,7 @@ mod api_tokens;
 mod jwt;
 mod keys;
 mod oauth;
+mod refresh;
 mod resource;
 mod seen;
 
@@ -35,10 +38,14 @@ pub use api_tokens::{authenticate_api_token, parse_api_tokens};
 pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, PROPS_ISSUER};
 pub use keys::{jwks_uri, KeySet, JWKS_REFETCH_MS};
 pub use oauth::{covers, is_loopback, parse_scopes, OAuthConfig, JWKS_MAX_AGE_MS, SKEW_MS};
+pub use refresh::{
+    backoff_ms, Answer, IssuerKeys, Plan, Refresh, BACKOFF_MAX_MS, BACKOFF_MIN_MS,
+    FETCH_TIMEOUT_MS, REFRESH_LOST_MS, STALE_MS,
+};
 pub use resource::{
     authenticate, check, finish, insufficient_scope, is_metadata_path, metadata, metadata_url,
-    origin_of, require, resource_uri, unauthorized, Checked, Credentials, KeyError, KeyVerifier,
-    Refusal, VerifyFuture, METADATA_PATH,
+    origin_of, require, resource_uri, retry_after, unauthorized, unavailable, Checked, Credentials,
+    KeyError, KeyVerifier, Refusal, VerifyFuture, METADATA_PATH,
 };
 pub use seen::SeenTokens;
 

@@ -106,18 +106,23 @@ impl OAuthConfig {
     }
 
     /// Where the issuer's metadata is, in the order to try: RFC 8414's
-    /// (the path of the issuer after the well-known segment), then OIDC's.
+    /// (the path of the issuer after the well-known segment), then OIDC's
+    /// (both ways; one, for an issuer without a path).
     pub fn metadata_urls(&self) -> Vec<String> {
         let (origin, path) = split_origin(&self.issuer);
         let path = path.trim_end_matches('/');
-        vec![
+        let mut urls = vec![
             format!("{origin}/.well-known/oauth-authorization-server{path}"),
             format!("{origin}/.well-known/openid-configuration{path}"),
-            format!(
-                "{}/.well-known/openid-configuration",
-                self.issuer.trim_end_matches('/')
-            ),
-        ]
+        ];
+        let appended = format!(
+            "{}/.well-known/openid-configuration",
+            self.issuer.trim_end_matches('/')
+        );
+        if !urls.contains(&appended) {
+            urls.push(appended);
+        }
+        urls
     }
 }
 
@@ -154,14 +159,33 @@ fn secure_url(name: &str, url: &str) -> Result<(), String> {
     ))
 }
 
-/// Whether `host` (with or without a port) names this machine.
+/// Whether `host` (with or without a port) names this machine: the name
+/// `localhost`, an IPv4 address in `127.0.0.0/8`, or `[::1]`. Parsed, not
+/// matched by prefix: `127.0.0.1.nip.io` is a public name.
 pub fn is_loopback(host: &str) -> bool {
-    let name = if let Some(v6) = host.strip_prefix('[') {
-        v6.split(']').next().unwrap_or_default()
-    } else {
-        host.rsplit_once(':').map_or(host, |(h, _)| h)
+    if let Some(v6) = host.strip_prefix('[') {
+        let Some((addr, rest)) = v6.split_once(']') else {
+            return false;
+        };
+        let port_ok = rest.is_empty() || rest.strip_prefix(':').is_some_and(is_port);
+        return port_ok
+            && addr
+                .parse::<std::net::Ipv6Addr>()
+                .is_ok_and(|a| a.is_loopback());
+    }
+    let (name, port_ok) = match host.rsplit_once(':') {
+        Some((name, port)) => (name, is_port(port)),
+        None => (host, true),
     };
-    name == "localhost" || name == "::1" || name.starts_with("127.")
+    port_ok
+        && (name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|a| a.is_loopback()))
+}
+
+fn is_port(port: &str) -> bool {
+    port.parse::<u16>().is_ok()
 }
 
 /// `(scheme://host[:port], /path)` of an absolute URL.
@@ -186,6 +210,40 @@ mod tests {
     }
 
     #[test]
+    fn loopback_is_parsed_not_matched_by_prefix() {
+        for host in [
+            "127.0.0.1",
+            "127.0.0.2:8080",
+            "127.255.1.9",
+            "localhost",
+            "LOCALHOST:8787",
+            "[::1]",
+            "[::1]:8787",
+        ] {
+            assert!(is_loopback(host), "{host}");
+        }
+        for host in [
+            "127.0.0.1.nip.io",
+            "127.example.com",
+            "127.attacker.example:80",
+            "localhost.example",
+            "128.0.0.1",
+            "[::2]",
+            "[::1].evil",
+            "127.0.0.1:notaport",
+            "",
+        ] {
+            assert!(!is_loopback(host), "{host}");
+        }
+        let ok = |url: &str| secure_url("OAUTH_ISSUER", url).is_ok();
+        assert!(!ok("http://127.0.0.1.nip.io"));
+        assert!(!ok("http://127.example.com/"));
+        assert!(ok("http://127.0.0.2:8080"));
+        assert!(ok("http://[::1]"));
+        assert!(ok("http://[::1]:9000/issuer"));
+    }
+
+    #[test]
     fn an_issuer_turns_oauth_on_and_must_be_https_except_on_loopback() {
         assert_eq!(config(&[]), Ok(None));
         let c = config(&[
@@ -196,8 +254,20 @@ mod tests {
         .expect("on");
         assert_eq!(c.scopes, ["mcp:read", "deploy:write"]);
         assert_eq!(
-            c.metadata_urls()[0],
-            "https://id.example.com/.well-known/oauth-authorization-server/tenant"
+            c.metadata_urls(),
+            [
+                "https://id.example.com/.well-known/oauth-authorization-server/tenant",
+                "https://id.example.com/.well-known/openid-configuration/tenant",
+                "https://id.example.com/tenant/.well-known/openid-configuration",
+            ]
+        );
+        let bare = config(&[("OAUTH_ISSUER", "https://id.example.com/")]);
+        assert_eq!(
+            bare.expect("valid").expect("on").metadata_urls(),
+            [
+                "https://id.example.com/.well-known/oauth-authorization-server",
+                "https://id.example.com/.well-known/openid-configuration",
+            ]
         );
         assert!(config(&[("OAUTH_ISSUER", "http://127.0.0.1:9000")]).is_ok());
         assert!(config(&[("OAUTH_ISSUER", "http://localhost")]).is_ok());

@@ -47,14 +47,22 @@ pub fn metadata_url(resource: &str) -> String {
 
 /// The Protected Resource Metadata document. `scopes`: every scope this
 /// server asks for (`offline_access` is never among them).
+///
+/// With no scope configured `scopes_supported` is left out, never `[]`:
+/// clients read an empty list as "ask for these" and end up asking for
+/// nothing or for `" offline_access"` (the Python SDK), which authorization
+/// servers refuse; without the field they fall back to the AS's own.
 pub fn metadata(config: &OAuthConfig, resource: &str, scopes: &[String]) -> Value {
-    json!({
+    let mut doc = json!({
         "resource": resource,
         "authorization_servers": [config.issuer],
-        "scopes_supported": scopes,
         "bearer_methods_supported": ["header"],
         "resource_name": "MCP server",
-    })
+    });
+    if !scopes.is_empty() {
+        doc["scopes_supported"] = json!(scopes);
+    }
+    doc
 }
 
 /// Why a request is refused, as its challenge says.
@@ -129,17 +137,23 @@ pub fn require(caller: &Caller, resource: &str, needed: &[String]) -> Result<(),
 pub enum KeyError {
     /// It does not verify, or the issuer has no key of that id.
     Invalid,
-    /// The issuer's keys could not be fetched: not the client's fault.
-    Unavailable(String),
+    /// The issuer's keys cannot be read now: not the client's fault, and
+    /// worth a retry after `retry_after_s` seconds (`503`).
+    Unavailable {
+        /// What failed.
+        why: String,
+        /// When to try again, in seconds.
+        retry_after_s: u64,
+    },
 }
 
 /// A boxed future, as [`KeyVerifier`] returns.
 pub type VerifyFuture<'a> = Pin<Box<dyn Future<Output = Result<(), KeyError>> + 'a>>;
 
 /// Checks a token's signature with the issuer's keys. The Worker's twin
-/// fetches the issuer's JWKS (cached per isolate, fetched again on an
-/// unknown `kid` at a bounded rate) and verifies with WebCrypto; a native
-/// test twin stands in for it.
+/// fetches the issuer's JWKS as [`IssuerKeys`](super::IssuerKeys) plans
+/// (cached per isolate, one refresh at a time, a back-off after failures)
+/// and verifies with WebCrypto; a native test twin stands in for it.
 pub trait KeyVerifier {
     /// Whether `jwt`'s signature verifies with the issuer's key `jwt.kid`.
     fn verify<'a>(&'a self, config: &'a OAuthConfig, jwt: &'a Jwt, now_ms: u64)
@@ -175,8 +189,11 @@ pub enum Checked {
 }
 
 /// Everything about a request's token that needs no wait: its absence,
-/// its shape, its issuer, and whether it checked out lately
-/// ([`SeenTokens`]: then it is that caller, untouched).
+/// its shape, its claims (issuer, audience, lifetime, subject), and
+/// whether it checked out lately ([`SeenTokens`]: then it is that caller,
+/// untouched). Only a token that could be good is left for its signature:
+/// a made-up one for another issuer or audience, or an expired one, never
+/// costs a key fetch.
 pub fn check(c: Credentials<'_>, seen: &SeenTokens) -> Checked {
     let scopes = &c.config.scopes;
     if c.query_token {
@@ -196,9 +213,10 @@ pub fn check(c: Credentials<'_>, seen: &SeenTokens) -> Checked {
     let Ok(jwt) = Jwt::parse(token) else {
         return Checked::Done(Err(invalid()));
     };
-    // The issuer first: a token from anyone else never costs a key fetch.
-    if jwt.claims.get("iss").and_then(Value::as_str) != Some(c.config.issuer.as_str()) {
-        return Checked::Done(Err(invalid()));
+    // The claims first: a token that would be refused anyway never costs
+    // a key fetch (nor, while the issuer is down, a 503).
+    if let Err(e) = claims(c, &jwt) {
+        return Checked::Done(Err(e));
     }
     Checked::Verify(Box::new(jwt))
 }
@@ -220,10 +238,8 @@ pub fn finish(
                 &c.config.scopes,
             ))
         }
-        Err(KeyError::Unavailable(why)) => {
-            return Err(McpError::internal(format!(
-                "Internal error: the authorization server's keys could not be read ({why})"
-            )))
+        Err(KeyError::Unavailable { why, retry_after_s }) => {
+            return Err(unavailable(&why, retry_after_s));
         }
     }
     let caller = claims(c, jwt)?;
@@ -237,6 +253,28 @@ pub fn finish(
         seen.remember(token, caller.clone(), until, c.now_ms);
     }
     Ok(caller)
+}
+
+/// The `503` while the issuer's keys cannot be read: retry after
+/// `retry_after_s` seconds (the `Retry-After` header the host sets, and
+/// `data.retryAfter`).
+pub fn unavailable(why: &str, retry_after_s: u64) -> McpError {
+    McpError::new(
+        ErrorKind::Unavailable,
+        format!(
+            "Service unavailable: the authorization server's keys cannot be read \
+             ({why}); retry after {retry_after_s} s"
+        ),
+    )
+    .with_data(json!({"retryAfter": retry_after_s}))
+}
+
+/// The `Retry-After` seconds of an error, if it has them.
+pub fn retry_after(e: &McpError) -> Option<u64> {
+    if e.kind != ErrorKind::Unavailable {
+        return None;
+    }
+    e.data.as_ref()?.get("retryAfter")?.as_u64()
 }
 
 fn claims(c: Credentials<'_>, jwt: &Jwt) -> Result<Caller, McpError> {
@@ -267,6 +305,203 @@ pub async fn authenticate(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::{Answer, IssuerKeys, Plan};
+    use std::cell::{Cell, RefCell};
+    use std::rc::Rc;
+
+    /// The Worker's verifier natively: [`IssuerKeys`] driven as
+    /// `worker/keys.rs` drives it, against an issuer answering `answer`
+    /// (counting its GETs); a signature verifies when it is `sig:<kid>`.
+    struct Driven {
+        keys: RefCell<IssuerKeys>,
+        answer: Box<dyn Fn(&str) -> Answer>,
+        gets: Cell<usize>,
+    }
+
+    impl Driven {
+        fn new(answer: impl Fn(&str) -> Answer + 'static) -> Self {
+            Self {
+                keys: RefCell::default(),
+                answer: Box::new(answer),
+                gets: Cell::new(0),
+            }
+        }
+    }
+
+    impl KeyVerifier for Driven {
+        fn verify<'a>(
+            &'a self,
+            config: &'a OAuthConfig,
+            jwt: &'a Jwt,
+            now: u64,
+        ) -> VerifyFuture<'a> {
+            let kid = jwt.kid.as_deref();
+            for _ in 0..3 {
+                let plan = self.keys.borrow().plan(config, &jwt.alg, kid, now);
+                match plan {
+                    Plan::Verify(jwk) => {
+                        let ok = jwk["kid"].as_str().map(|k| format!("sig:{k}"))
+                            == String::from_utf8(jwt.signature.clone()).ok();
+                        return Box::pin(std::future::ready(if ok {
+                            Ok(())
+                        } else {
+                            Err(KeyError::Invalid)
+                        }));
+                    }
+                    Plan::Invalid => return Box::pin(std::future::ready(Err(KeyError::Invalid))),
+                    Plan::Unavailable { why, retry_after_s } => {
+                        let e = KeyError::Unavailable { why, retry_after_s };
+                        return Box::pin(std::future::ready(Err(e)));
+                    }
+                    // Natively a refresh ends before anything else runs.
+                    Plan::Wait => unreachable!("no refresh outlives a request here"),
+                    Plan::Fetch => {
+                        let mut next = self.keys.borrow_mut().begin(config, now);
+                        while let Some(r) = next {
+                            self.gets.set(self.gets.get() + 1);
+                            let answer = (self.answer)(&r.url);
+                            next = self.keys.borrow_mut().answered(config, r, answer, now);
+                        }
+                    }
+                }
+            }
+            unreachable!("a refresh ended and the plan is to fetch again")
+        }
+    }
+
+    const ISSUER: &str = "https://id.example";
+    const RESOURCE: &str = "https://m.example/mcp";
+    const NOW: u64 = 1_800_000_000_000;
+
+    fn oauth() -> OAuthConfig {
+        OAuthConfig {
+            issuer: ISSUER.into(),
+            ..OAuthConfig::default()
+        }
+    }
+
+    fn token(kid: &str, claims: Value) -> String {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        use base64::Engine;
+        let part = |v: &Value| URL_SAFE_NO_PAD.encode(v.to_string());
+        let header = json!({"alg": "ES256", "typ": "at+jwt", "kid": kid});
+        let sig = URL_SAFE_NO_PAD.encode(format!("sig:{kid}"));
+        format!("{}.{}.{sig}", part(&header), part(&claims))
+    }
+
+    fn good_claims() -> Value {
+        json!({"iss": ISSUER, "aud": RESOURCE, "sub": "ada", "exp": NOW / 1000 + 300})
+    }
+
+    fn up(url: &str) -> Answer {
+        if url.ends_with("/jwks") {
+            let key = json!({"kid": "k1", "kty": "EC", "crv": "P-256", "x": "a", "y": "b"});
+            Answer::Body(json!({"keys": [key]}).to_string())
+        } else {
+            Answer::Body(
+                json!({"issuer": ISSUER, "jwks_uri": format!("{ISSUER}/jwks")}).to_string(),
+            )
+        }
+    }
+
+    fn run(config: &OAuthConfig, v: &Driven, token: &str, now: u64) -> Result<Caller, McpError> {
+        let seen = RefCell::new(SeenTokens::default());
+        let authorization = format!("Bearer {token}");
+        let c = Credentials {
+            config,
+            resource: RESOURCE,
+            authorization: Some(&authorization),
+            query_token: false,
+            now_ms: now,
+        };
+        crate::engine::block_on(authenticate(c, v, &seen))
+    }
+
+    #[test]
+    fn a_token_whose_claims_are_wrong_starts_no_fetch_while_a_plausible_one_gets_503() {
+        let config = oauth();
+        let v = Driven::new(|_| Answer::Status(503));
+        let mut wrong = Vec::new();
+        for (k, bad) in [
+            ("iss", json!("https://other.example")),
+            ("aud", json!("https://elsewhere.example/mcp")),
+            ("exp", json!(NOW / 1000 - 3600)),
+            ("sub", json!("")),
+        ] {
+            let mut claims = good_claims();
+            claims[k] = bad;
+            wrong.push(token("k1", claims));
+        }
+        let mut no_exp = good_claims();
+        no_exp.as_object_mut().map(|c| c.remove("exp"));
+        wrong.push(token("k1", no_exp));
+        for t in &wrong {
+            let e = run(&config, &v, t, NOW).expect_err("refused");
+            assert_eq!(e.http_status(), 401, "{e}");
+            assert!(e
+                .challenge
+                .as_deref()
+                .is_some_and(|c| c.contains("invalid_token")));
+        }
+        assert_eq!(
+            v.gets.get(),
+            0,
+            "no fetch for a token refused by its claims"
+        );
+        // Thirty made-up tokens with the public iss and aud: one GET, then
+        // each is answered 503 with when to retry, as a JSON-RPC error.
+        for i in 0..30 {
+            let t = token(&format!("made-up-{i}"), good_claims());
+            let e = run(&config, &v, &t, NOW + i).expect_err("unavailable");
+            assert_eq!((e.http_status(), e.code()), (503, -32603), "{e}");
+            assert_eq!(retry_after(&e), Some(2), "{e}");
+            let body = e.to_response(None);
+            assert_eq!(body["error"]["data"]["retryAfter"], 2);
+            assert!(body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("answered 503")));
+        }
+        assert_eq!(v.gets.get(), 1, "one GET for thirty requests");
+    }
+
+    #[test]
+    fn keys_read_before_an_outage_keep_verifying_past_their_ttl() {
+        let config = OAuthConfig {
+            jwks_max_age_ms: 2_000,
+            ..oauth()
+        };
+        let down = Rc::new(Cell::new(false));
+        let flag = down.clone();
+        let v = Driven::new(move |url| {
+            if flag.get() {
+                Answer::Status(503)
+            } else {
+                up(url)
+            }
+        });
+        let mut long = good_claims();
+        long["exp"] = json!(NOW / 1000 + 3 * 3600);
+        let good = token("k1", long);
+        assert!(run(&config, &v, &good, NOW).is_ok());
+        assert_eq!(v.gets.get(), 2, "the metadata, the keys");
+        down.set(true);
+        // Past the TTL: one failed refresh, and the key still verifies;
+        // a forged signature is still refused.
+        let later = NOW + 10_000;
+        assert!(run(&config, &v, &good, later).is_ok());
+        assert!(run(&config, &v, &good, later + 1).is_ok());
+        assert_eq!(v.gets.get(), 3);
+        let mut bad = token("k1", good_claims());
+        bad.push_str("AA");
+        assert_eq!(
+            run(&config, &v, &bad, later).map_err(|e| e.http_status()),
+            Err(401)
+        );
+        // Past the bound, the answer is 503.
+        let much_later = later + crate::auth::STALE_MS;
+        let e = run(&config, &v, &good, much_later).expect_err("stale past the bound");
+        assert_eq!(e.http_status(), 503);
+    }
 
     #[test]
     fn the_resource_is_the_endpoint_as_reached_and_its_metadata_is_path_suffixed() {
@@ -289,6 +524,23 @@ mod tests {
         assert!(!is_metadata_path(
             "/.well-known/oauth-protected-resource/other"
         ));
+    }
+
+    #[test]
+    fn scopes_supported_is_left_out_when_no_scope_is_configured() {
+        let config = OAuthConfig {
+            issuer: "https://as.example".to_string(),
+            ..OAuthConfig::default()
+        };
+        let r = "https://m.example/mcp";
+        let doc = metadata(&config, r, &[]);
+        assert!(doc.get("scopes_supported").is_none(), "{doc}");
+        assert_eq!(doc["authorization_servers"], json!(["https://as.example"]));
+        let doc = metadata(&config, r, &["mcp:read".to_string()]);
+        assert_eq!(doc["scopes_supported"], json!(["mcp:read"]));
+        // Nor does a challenge name an empty scope.
+        let c = unauthorized(Refusal::Missing, r, &[]).challenge.expect("c");
+        assert!(!c.contains("scope="), "{c}");
     }
 
     #[test]

@@ -21,6 +21,10 @@ use super::journal::{
     answer_fits, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
 };
 use super::{Suspended, ToolError};
+
+/// The `_meta` key of a URL elicitation's params that holds what its page
+/// shows ([`Cx::elicit_url_showing`]).
+pub const PAGE_DETAILS_META: &str = "io.durable-mcp/page";
 use crate::auth::Caller;
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};
@@ -459,6 +463,23 @@ impl Cx {
         message: impl Into<String>,
         url: &str,
     ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
+        self.elicit_url_showing(key, message, url, Value::Null)
+    }
+
+    /// [`Cx::elicit_url`], with `details` for the page to show (a JSON
+    /// object: the tool's arguments, or a summary of what is being
+    /// approved). The page reads them, with the message, from the paused
+    /// call ([`Page::question`](crate::Page::question)), never from the
+    /// link, so whoever holds the link cannot change what is shown or
+    /// approved. They travel to the client with the request too (in its
+    /// `_meta`), so put nothing there the user may not see.
+    pub fn elicit_url_showing(
+        &self,
+        key: &str,
+        message: impl Into<String>,
+        url: &str,
+        details: Value,
+    ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
         use super::url::{absolute, with_id, UrlCompletion, UrlElicitation};
         let (oob, url_ok, answered) = {
             let st = self.inner.borrow();
@@ -475,12 +496,15 @@ impl Cx {
             ))));
         };
         let id = (oob.id)(key);
-        let params = json!({
+        let mut params = json!({
             "mode": "url",
             "message": message.into(),
             "url": with_id(&absolute(&oob.origin, url), &id),
             "elicitationId": id,
         });
+        if !details.is_null() {
+            params["_meta"] = json!({ PAGE_DETAILS_META: details });
+        }
         if !url_ok && !answered {
             return ready(Err(ToolError::Protocol(
                 McpError::new(

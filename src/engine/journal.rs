@@ -4,7 +4,7 @@
 //! replays the tool from the top and the journal answers what was asked
 //! before.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -156,6 +156,11 @@ pub struct Journal {
     /// Memoized outputs of `cx.once` side effects, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub once: BTreeMap<String, Value>,
+    /// Keys of pending URL elicitations whose link a browser has already
+    /// exchanged for a page pass (a link opens once on a server with
+    /// sign-in).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub opened: BTreeSet<String>,
 }
 
 impl Journal {
@@ -252,6 +257,20 @@ impl Journal {
         taken
     }
 
+    /// The URL elicitation pending under `key` with this id, if any.
+    pub fn pending_url(&self, key: &str, elicitation_id: &str) -> Option<&InputRequest> {
+        self.pending
+            .get(key)
+            .filter(|r| r.url_elicitation_id() == Some(elicitation_id))
+    }
+
+    /// Marks the link of the URL elicitation pending under `key` as
+    /// opened: true the first time, false once opened or when nothing with
+    /// that id is pending.
+    pub fn open_link(&mut self, key: &str, elicitation_id: &str) -> bool {
+        self.pending_url(key, elicitation_id).is_some() && self.opened.insert(key.to_string())
+    }
+
     /// Completes the pending URL-mode elicitation `key` from its page: its
     /// answer is `accept` with the page's `content` (form values) and, if
     /// the page sealed any, `sealed` (opened only for the tool). Refused
@@ -277,6 +296,7 @@ impl Journal {
         answer_fits(req, &answer).map_err(|_| "the page's values are not form values")?;
         let asked = req.digest();
         self.pending.remove(key);
+        self.opened.remove(key);
         self.answers.insert(
             key.to_string(),
             Answer {

@@ -20,7 +20,10 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-pub use cx::{ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode};
+pub use cx::{
+    ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode,
+    PAGE_DETAILS_META,
+};
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
     answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Journal, CHECKPOINT,
@@ -151,11 +154,8 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
             "the tool suspended without asking anything",
         )),
         Err(ToolError::MissingCapability(caps)) => Outcome::Error(
-            McpError::new(
-                ErrorKind::MissingCapability,
-                "This tool needs a client capability the request did not declare",
-            )
-            .with_data(serde_json::json!({ "requiredCapabilities": caps })),
+            McpError::new(ErrorKind::MissingCapability, missing_message(&caps))
+                .with_data(serde_json::json!({ "requiredCapabilities": caps })),
         ),
         Err(ToolError::Nondeterminism(m)) => Outcome::Error(McpError::internal(m)),
         Err(ToolError::Client(e)) => {
@@ -169,6 +169,36 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
         notifications: done.notifications,
         status: done.status,
     }
+}
+
+/// The message for a missing client capability, naming it: a generic
+/// client (the Inspector, a chat app) shows the message alone, and
+/// `requiredCapabilities` in `data` is read by no person.
+fn missing_message(caps: &Value) -> String {
+    let names: Vec<String> = caps
+        .as_object()
+        .map(|caps| {
+            caps.iter()
+                .map(|(cap, sub)| match (cap.as_str(), sub.as_object()) {
+                    ("elicitation", Some(modes)) if !modes.is_empty() => {
+                        let modes: Vec<&str> = modes.keys().map(String::as_str).collect();
+                        format!("elicitation ({})", modes.join(", "))
+                    }
+                    ("elicitation", _) => "elicitation (form)".to_string(),
+                    (cap, _) => cap.to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let names = if names.is_empty() {
+        "a capability".to_string()
+    } else {
+        names.join(" and ")
+    };
+    format!(
+        "This tool needs the client to support {names}, which this client did not declare \
+         in its capabilities; use a client that supports it"
+    )
 }
 
 /// Polls a future that never waits on IO to completion. Native tests and

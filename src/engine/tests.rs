@@ -159,6 +159,35 @@ fn asking_without_the_capability_is_a_missing_capability_error() {
         e.data,
         Some(json!({"requiredCapabilities": {"sampling": {}}}))
     );
+    // A generic client shows the message alone: it names what is missing.
+    assert!(e.message.contains("support sampling"), "{}", e.message);
+}
+
+#[test]
+fn a_missing_form_elicitation_is_named_in_the_message() {
+    let h = boxed(async |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
+        cx.elicit_with(
+            "e",
+            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}}),
+        )
+        .await?;
+        Ok(())
+    });
+    let r = block_on(run(
+        &*h,
+        Cx::new(Journal::new(), ClientCaps::default()),
+        Value::Null,
+    ));
+    let Outcome::Error(e) = r.outcome else {
+        panic!("expected error")
+    };
+    assert_eq!(e.code(), -32021);
+    assert!(
+        e.message
+            .contains("needs the client to support elicitation (form)"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]

@@ -107,6 +107,11 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
     if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
         return Pending::Done(Ok(Caller::default()));
     }
+    // A browser following a page link carries no credentials: the page
+    // decides (a link to exchange, a page pass), and admits no caller.
+    if browsing(server, req) {
+        return Pending::Done(Ok(Caller::default()));
+    }
     let authorization = req.header("authorization");
     if let Some(name) = auth::authenticate_api_token(&server.config.api_tokens, authorization) {
         return Pending::Done(Ok(Caller::api_token(name)));
@@ -120,11 +125,26 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
     })
 }
 
+/// A page request without `Authorization`: a browser's navigation or
+/// form post (see [`super::page`]).
+fn browsing(server: &Server, req: &HttpRequest) -> bool {
+    req.path != "/mcp"
+        && req.header("authorization").is_none()
+        && super::page::is_page(server, &req.path)
+}
+
 /// The outcome for the request: a refusal answered, a caller admitted.
 fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -> Authenticated {
     match r {
         Ok(caller) => admit(server, req, caller, None),
-        Err(e) => Authenticated::No(Reply::new(error_response(&e, None))),
+        Err(e) => {
+            let mut resp = error_response(&e, None);
+            // The issuer is down: a 503 the client may retry, and when.
+            if let Some(seconds) = auth::retry_after(&e) {
+                resp = resp.with_header("retry-after", seconds.to_string());
+            }
+            Authenticated::No(Reply::new(resp))
+        }
     }
 }
 
@@ -139,7 +159,10 @@ fn admit(
     let Some(oauth) = &server.config.oauth else {
         return Authenticated::Yes;
     };
-    if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
+    if (req.path != "/mcp" && !super::page::is_page(server, &req.path))
+        || req.method == "OPTIONS"
+        || browsing(server, req)
+    {
         return Authenticated::Yes;
     }
     if !oauth.scopes.is_empty() {
@@ -195,4 +218,60 @@ pub fn authenticate_props(
     let json = serde_json::to_string(&caller).unwrap_or_default();
     req.headers.push((CALLER_HEADER.to_string(), json));
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::app::Registry;
+    use crate::auth::{Jwt, KeyError, KeyVerifier, OAuthConfig, VerifyFuture};
+    use crate::testing::{test_token, TestServer};
+
+    /// An issuer whose keys cannot be read.
+    struct Down;
+
+    impl KeyVerifier for Down {
+        fn verify<'a>(&'a self, _: &'a OAuthConfig, _: &'a Jwt, _: u64) -> VerifyFuture<'a> {
+            Box::pin(std::future::ready(Err(KeyError::Unavailable {
+                why: "https://id.example/jwks answered 503".into(),
+                retry_after_s: 7,
+            })))
+        }
+    }
+
+    #[test]
+    fn while_the_issuers_keys_cannot_be_read_a_request_gets_503_with_retry_after() {
+        let mut h = TestServer::with_config(Registry::default(), |c| {
+            c.oauth = Some(OAuthConfig {
+                issuer: "https://id.example".into(),
+                ..OAuthConfig::default()
+            });
+        });
+        h.verifier = Box::new(Down);
+        let now = h.now_ms / 1000;
+        let claims = json!({"iss": "https://id.example", "sub": "ada",
+            "aud": "http://127.0.0.1:8787/mcp", "exp": now + 300});
+        let bearer = format!("Bearer {}", test_token("test-key", &claims));
+        let r = h.request("tools/list", json!({}), |headers| {
+            headers.push(("authorization".into(), bearer.clone()));
+        });
+        assert_eq!(r.status, 503, "{}", r.json);
+        assert_eq!(r.header("retry-after"), Some("7"));
+        assert_eq!(r.json["jsonrpc"], "2.0");
+        assert_eq!(r.json["error"]["code"], -32603);
+        assert_eq!(r.json["error"]["data"]["retryAfter"], 7);
+        let message = r.json["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.starts_with("Service unavailable"), "{message}");
+        assert!(r.header("www-authenticate").is_none(), "not a refusal");
+        // A token the claims refuse never asks the issuer: a 401 as ever.
+        let mut foreign = claims.clone();
+        foreign["aud"] = json!("https://elsewhere.example/mcp");
+        let bearer = format!("Bearer {}", test_token("test-key", &foreign));
+        let r = h.request("tools/list", json!({}), |headers| {
+            headers.push(("authorization".into(), bearer.clone()));
+        });
+        assert_eq!(r.status, 401, "{}", r.json);
+        assert!(r.header("retry-after").is_none());
+    }
 }

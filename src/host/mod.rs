@@ -8,6 +8,7 @@
 //! decides anything.
 //!
 //! # Layout
+//! - `cors.rs`: what a browser on another origin is told, decided first.
 //! - `auth.rs`: who is calling, decided before routing (OAuth).
 //! - `route.rs`: where a request is served; the internal headers objects read.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
@@ -15,11 +16,13 @@
 //!   elicitation in the object that keeps the call.
 
 mod auth;
+mod cors;
 mod object;
 pub mod page;
 mod route;
 
 pub use auth::{authenticate, authenticate_now, authenticate_props, Authenticated};
+pub use cors::{apply as apply_cors, cors, Cors};
 pub use object::{alarm, handle_in_object, hub_broadcast};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};

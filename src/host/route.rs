@@ -71,11 +71,13 @@ const INTERNAL_HEADERS: [&str; 7] = [
 /// request). The test server passes only these on too, so a header the code
 /// reads but this list misses fails the tests.
 pub fn client_headers(server: &Server) -> Vec<String> {
-    const FIXED: [&str; 12] = [
+    const FIXED: [&str; 13] = [
         "accept",
         "authorization",
         "content-length",
         "content-type",
+        // Read on page paths only: a page pass, a page's own cookies.
+        "cookie",
         "host",
         "last-event-id",
         "mcp-dependent-requests",
@@ -185,7 +187,7 @@ fn object_for(
     msg: Option<&Value>,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
     if super::page::is_page(server, &req.path) {
-        return page_object(server, req);
+        return page_object(server, req, env.now_ms);
     }
     // The objects trust the Worker's checks: anything that fails them
     // stays here and gets its error. Objects serve GET, POST and DELETE
@@ -266,12 +268,12 @@ fn object_for(
 fn page_object(
     server: &Server,
     req: &HttpRequest,
+    now_ms: u64,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
     if !matches!(req.method.as_str(), "GET" | "POST") {
         return None;
     }
-    let caller = server.precheck_page(req).ok()?;
-    let (id, claims) = super::page::named_elicitation(server, req, &caller)?;
+    let (id, claims) = super::page::routed_elicitation(server, req, now_ms)?;
     use crate::elicitation::Home;
     let mut internal = vec![(ELICITATION_HEADER, id)];
     let name = match claims.home {

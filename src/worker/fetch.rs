@@ -31,7 +31,7 @@ use super::keys::WebCrypto;
 use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
 use crate::auth::SeenTokens;
 use crate::error::McpError;
-use crate::host::{self, Authenticated, Route};
+use crate::host::{self, Authenticated, Cors, Route};
 use crate::http::HttpRequest;
 use crate::server::{error_response, Env as ServerEnv};
 
@@ -59,9 +59,29 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
         // Logged where it was found (`server`).
         Err(e) => return settle(to_web_response(error_response(&e, None))),
     };
+    let http = to_http_head(&req, &isolate.client_headers);
+    // CORS first: a preflight is answered here; the headers an allowed
+    // origin gets go on whatever the request is answered with.
+    match host::cors(&isolate.server, &http) {
+        Cors::Nothing => serve(isolate, req, env, ctx, http),
+        Cors::Preflight(resp) => settle(to_web_response(resp)),
+        Cors::Headers(headers) => js::with_headers(
+            &serve(isolate, req, env, ctx, http),
+            &js::join_headers(&headers),
+        ),
+    }
+}
+
+/// A request past CORS: signed in, routed, served here or in an object.
+fn serve(
+    isolate: Rc<Isolate>,
+    req: web_sys::Request,
+    env: Env,
+    ctx: JsValue,
+    mut http: HttpRequest,
+) -> JsValue {
     let server = &isolate.server;
     let now = request_env();
-    let mut http = to_http_head(&req, &isolate.client_headers);
     // The built-in authorization server in front checked the token; the
     // caller is what it hands over (`ctx.props`). Read on every request:
     // props arriving while that mode is off are refused, not ignored.

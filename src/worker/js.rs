@@ -57,6 +57,20 @@ export function props_json(ctx) {
   return undefined;
 }
 
+// `answer` (a response, or a promise of one) with `headers` set: a copy,
+// as a response from an object or a fetch has immutable headers; the body
+// streams through.
+export function with_headers(answer, headers) {
+  const add = (res) => {
+    if (!(res instanceof Response)) return res;
+    const out = new Response(res.body, res);
+    const parts = headers.split("\n");
+    for (let i = 0; i + 1 < parts.length; i += 2) out.headers.set(parts[i], parts[i + 1]);
+    return out;
+  };
+  return answer instanceof Promise ? answer.then(add) : add(answer);
+}
+
 export function new_request(url, method, headers, body, stream) {
   const init = { method, headers: header_list(headers) };
   if (stream !== undefined) init.body = stream;
@@ -92,6 +106,13 @@ extern "C" {
     /// `ctx.props` as JSON, or `None` when it is absent or empty (one
     /// crossing: asked on every request).
     pub(crate) fn props_json(ctx: &wasm_bindgen::JsValue) -> Option<String>;
+
+    /// `answer` (a `Response` or a promise of one) with `headers` (as for
+    /// [`new_response`]) set on it.
+    pub(crate) fn with_headers(
+        answer: &wasm_bindgen::JsValue,
+        headers: &str,
+    ) -> wasm_bindgen::JsValue;
 
     /// A request to an object: `headers` as for [`new_response`]; the
     /// body is `stream` when given, else a copy of `body`.

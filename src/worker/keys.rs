@@ -1,21 +1,36 @@
 //! The Worker's [`KeyVerifier`]: the issuer's JWKS, fetched and cached per
-//! isolate by the rules of [`KeySet`], and signatures verified by the
+//! isolate as [`IssuerKeys`] plans, and signatures verified by the
 //! runtime's WebCrypto (`crypto.subtle`: native and constant-time; RSA in
 //! wasm would be slow and carries an advisory). Translation only: which
-//! key, and when to fetch, is decided in `crate::auth`.
+//! key, whether and what to fetch, how long to back off and when to give
+//! up are decided in `crate::auth`; this does the GETs and reports what
+//! came back.
 
 use std::cell::RefCell;
 
 use wasm_bindgen::prelude::wasm_bindgen;
+use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
-use crate::auth::{jwks_uri, Jwt, KeyError, KeySet, KeyVerifier, OAuthConfig, VerifyFuture};
+use crate::auth::{
+    Answer, IssuerKeys, Jwt, KeyError, KeyVerifier, OAuthConfig, Plan, VerifyFuture,
+    FETCH_TIMEOUT_MS, REFRESH_LOST_MS,
+};
 
 #[wasm_bindgen(inline_js = r#"
-export async function fetch_json(url) {
-  const r = await fetch(url, { headers: { accept: "application/json" } });
-  if (!r.ok) throw new Error(`${url} answered ${r.status}`);
-  return await r.text();
+export async function get(url, timeout_ms) {
+  const r = await fetch(url, {
+    headers: { accept: "application/json" },
+    signal: AbortSignal.timeout(timeout_ms),
+  });
+  return [r.status, await r.text()];
+}
+
+// Resolves when `p` settles or after `ms`, whichever is first.
+export function settled_within(p, ms) {
+  let timer;
+  const late = new Promise((ok) => { timer = setTimeout(ok, ms); });
+  return Promise.race([p.then(() => {}, () => {}), late]).finally(() => clearTimeout(timer));
 }
 
 // Imported keys by their JWK text: importing is the costly part.
@@ -38,18 +53,21 @@ export async function verify_signature(jwk, alg, data, signature) {
 }
 "#)]
 extern "C" {
-    /// The body of a GET of `url` (a promise of a string; rejects unless 2xx).
-    fn fetch_json(url: &str) -> js_sys::Promise;
+    /// A GET of `url`, given up after `timeout_ms`: a promise of
+    /// `[status, body]` (rejects when there is no answer).
+    fn get(url: &str, timeout_ms: u32) -> js_sys::Promise;
+    /// A promise that resolves when `p` settles or after `ms`.
+    fn settled_within(p: &js_sys::Promise, ms: u32) -> js_sys::Promise;
     /// Whether `signature` over `data` verifies with the JWK `jwk` under
     /// `alg` (a promise of a boolean; rejects on a key WebCrypto refuses).
     fn verify_signature(jwk: &str, alg: &str, data: &[u8], signature: &[u8]) -> js_sys::Promise;
 }
 
 thread_local! {
-    /// The issuer's keys, for every request of this isolate.
-    static KEYS: RefCell<KeySet> = RefCell::new(KeySet::default());
-    /// The fetch of the key set under way, if one is: a promise every
-    /// request that needs it awaits (see [`refresh_shared`]).
+    /// The issuer's keys and their refresh, for every request of this isolate.
+    static KEYS: RefCell<IssuerKeys> = RefCell::new(IssuerKeys::default());
+    /// The refresh under way, if one is: a promise every request that
+    /// needs it awaits (the one refresh [`IssuerKeys`] allows).
     static FETCHING: RefCell<Option<js_sys::Promise>> = const { RefCell::new(None) };
 }
 
@@ -65,108 +83,96 @@ impl KeyVerifier for WebCrypto {
     ) -> VerifyFuture<'a> {
         Box::pin(async move {
             let kid = jwt.kid.as_deref();
-            let mut key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));
-            let max_age = config.jwks_max_age_ms;
-            let fetch = KEYS.with(|k| k.borrow().should_fetch(key.is_some(), now_ms, max_age))
-                || (key.is_none() && FETCHING.with(|f| f.borrow().is_some()));
-            if fetch {
-                refresh_shared(config, now_ms).await?;
-                key = KEYS.with(|k| k.borrow().find(&jwt.alg, kid).map(|v| v.to_string()));
+            // A plan, a refresh (or the wait for one), a plan: after a
+            // refresh ends the plan is never to fetch again.
+            for _ in 0..3 {
+                let now = clock(now_ms);
+                match KEYS.with(|k| k.borrow().plan(config, &jwt.alg, kid, now)) {
+                    Plan::Verify(jwk) => return verify(&jwk.to_string(), jwt).await,
+                    Plan::Invalid => return Err(KeyError::Invalid),
+                    Plan::Unavailable { why, retry_after_s } => {
+                        return Err(KeyError::Unavailable { why, retry_after_s })
+                    }
+                    Plan::Fetch => {
+                        start(config, now);
+                        wait().await;
+                    }
+                    Plan::Wait => wait().await,
+                }
             }
-            let Some(jwk) = key else {
-                return Err(KeyError::Invalid);
-            };
-            let input = jwt.signing_input.as_bytes();
-            let verdict = JsFuture::from(verify_signature(&jwk, &jwt.alg, input, &jwt.signature))
-                .await
-                .map_err(|_| KeyError::Invalid)?;
-            if verdict.as_bool() == Some(true) {
-                Ok(())
-            } else {
-                Err(KeyError::Invalid)
-            }
+            Err(KeyError::Unavailable {
+                why: "the issuer's keys are still being fetched".into(),
+                retry_after_s: 1,
+            })
         })
     }
 }
 
-/// [`refresh`], once for every request that needs it meanwhile. The key set
-/// counts as fetched from the moment its fetch starts (so a failing issuer
-/// is not asked again on every request), so the requests a fresh isolate
-/// gets together, which all find no key, each found the set fetched and no
-/// key, and all but the first were refused (401s for good tokens, seen in
-/// the bench); now they wait for the one fetch.
-async fn refresh_shared(config: &OAuthConfig, now_ms: u64) -> Result<(), KeyError> {
-    let promise = match FETCHING.with(|f| f.borrow().clone()) {
-        Some(p) => p,
-        None => {
-            let config = config.clone();
-            let p = wasm_bindgen_futures::future_to_promise(async move {
-                let done = refresh(&config, now_ms).await;
-                FETCHING.with(|f| f.borrow_mut().take());
-                match done {
-                    Ok(()) => Ok(wasm_bindgen::JsValue::UNDEFINED),
-                    Err(KeyError::Unavailable(why)) => Err(why.into()),
-                    Err(KeyError::Invalid) => Err(wasm_bindgen::JsValue::NULL),
-                }
-            });
-            FETCHING.with(|f| *f.borrow_mut() = Some(p.clone()));
-            p
-        }
-    };
-    match JsFuture::from(promise).await {
-        Ok(_) => Ok(()),
-        Err(e) => Err(e
-            .as_string()
-            .map_or(KeyError::Invalid, KeyError::Unavailable)),
-    }
+/// The Worker's clock: `Date.now()` moves on only across I/O.
+fn clock(at_least: u64) -> u64 {
+    at_least.max(js_sys::Date::now() as u64)
 }
 
-/// Fetches the key set (finding its URL in the issuer's metadata first,
-/// unless configured). The attempt counts as a fetch even when it fails, so
-/// a failing issuer is not asked again on every request.
-async fn refresh(config: &OAuthConfig, now_ms: u64) -> Result<(), KeyError> {
-    let known = KEYS.with(|k| k.borrow().url.clone());
-    let url = match config.jwks_url.clone().or(known) {
-        Some(u) => u,
-        None => discover(config).await?,
+/// Starts the refresh [`IssuerKeys::begin`] allows (none when one is under
+/// way or backing off), as a promise of its own: it runs to its end even
+/// when the request that started it goes away, and every request that
+/// needs it meanwhile awaits it ([`wait`]).
+fn start(config: &OAuthConfig, now_ms: u64) {
+    let Some(first) = KEYS.with(|k| k.borrow_mut().begin(config, now_ms)) else {
+        return;
     };
-    KEYS.with(|k| {
-        let mut k = k.borrow_mut();
-        k.url = Some(url.clone());
-        k.fetched_ms = Some(now_ms);
+    let config = config.clone();
+    let refresh = wasm_bindgen_futures::future_to_promise(async move {
+        let mut next = Some(first);
+        while let Some(r) = next {
+            let answer = fetch(&r.url).await;
+            next = KEYS.with(|k| k.borrow_mut().answered(&config, r, answer, clock(0)));
+        }
+        // (A refresh taken as lost and replaced leaves the new one's promise.)
+        if !KEYS.with(|k| k.borrow().refreshing(clock(0))) {
+            FETCHING.with(|f| f.borrow_mut().take());
+        }
+        Ok(wasm_bindgen::JsValue::UNDEFINED)
     });
-    let jwks = get_json(&url).await?;
-    KEYS.with(|k| k.borrow_mut().update(&jwks, now_ms));
-    Ok(())
+    FETCHING.with(|f| *f.borrow_mut() = Some(refresh));
 }
 
-/// The `jwks_uri` of the issuer's metadata (RFC 8414, then OIDC).
-async fn discover(config: &OAuthConfig) -> Result<String, KeyError> {
-    let mut why = String::from("no metadata");
-    for url in config.metadata_urls() {
-        match get_json(&url).await {
-            Ok(doc) => {
-                if let Some(u) = jwks_uri(config, &doc) {
-                    return Ok(u);
-                }
-                why = format!("{url} names another issuer or no jwks_uri");
-            }
-            Err(KeyError::Unavailable(e)) => why = e,
-            Err(e) => return Err(e),
-        }
+/// Waits for the refresh under way, if any (at most [`REFRESH_LOST_MS`]).
+async fn wait() {
+    if let Some(p) = FETCHING.with(|f| f.borrow().clone()) {
+        let _ = JsFuture::from(settled_within(&p, REFRESH_LOST_MS as u32)).await;
     }
-    Err(KeyError::Unavailable(why))
 }
 
-async fn get_json(url: &str) -> Result<serde_json::Value, KeyError> {
-    let text = JsFuture::from(fetch_json(url)).await.map_err(|e| {
-        use wasm_bindgen::JsCast;
-        let why = e
-            .dyn_ref::<js_sys::Error>()
-            .map(|e| String::from(e.message()))
-            .unwrap_or_else(|| format!("fetching {url} failed"));
-        KeyError::Unavailable(why)
-    })?;
-    let text = text.as_string().unwrap_or_default();
-    serde_json::from_str(&text).map_err(|_| KeyError::Unavailable(format!("{url} is not JSON")))
+/// One GET, as [`IssuerKeys::answered`] takes it.
+async fn fetch(url: &str) -> Answer {
+    match JsFuture::from(get(url, FETCH_TIMEOUT_MS as u32)).await {
+        Ok(pair) => {
+            let pair = js_sys::Array::from(&pair);
+            let status = pair.get(0).as_f64().unwrap_or(0.0) as u16;
+            if (200..300).contains(&status) {
+                Answer::Body(pair.get(1).as_string().unwrap_or_default())
+            } else {
+                Answer::Status(status)
+            }
+        }
+        Err(e) => Answer::Failed(
+            e.dyn_ref::<js_sys::Error>()
+                .map(|e| format!("fetching {url} failed: {}", String::from(e.message())))
+                .unwrap_or_else(|| format!("fetching {url} failed")),
+        ),
+    }
+}
+
+/// Whether `jwt`'s signature verifies with `jwk` (WebCrypto).
+async fn verify(jwk: &str, jwt: &Jwt) -> Result<(), KeyError> {
+    let input = jwt.signing_input.as_bytes();
+    let verdict = JsFuture::from(verify_signature(jwk, &jwt.alg, input, &jwt.signature))
+        .await
+        .map_err(|_| KeyError::Invalid)?;
+    if verdict.as_bool() == Some(true) {
+        Ok(())
+    } else {
+        Err(KeyError::Invalid)
+    }
 }

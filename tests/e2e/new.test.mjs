@@ -10,7 +10,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freePort, freshPersistDir, untilUp } from './wrangler.mjs';
@@ -53,9 +53,9 @@ function scratch() {
   return d;
 }
 
-/** Runs the CLI. */
-function cli(args) {
-  const r = spawnSync(CLI, args, { encoding: 'utf8', timeout: 60_000 });
+/** Runs the CLI (in `cwd`, when given). */
+function cli(args, cwd) {
+  const r = spawnSync(CLI, args, { encoding: 'utf8', timeout: 60_000, cwd });
   return { status: r.status, stdout: r.stdout ?? '', stderr: r.stderr ?? '' };
 }
 
@@ -158,6 +158,27 @@ test('durable-mcp new refuses a directory that is not empty, and a name that is 
   const notCheckout = cli(['new', 'demo', '--dir', join(dir, 'y'), '--path', dir]);
   assert.equal(notCheckout.status, 64, notCheckout.stderr);
   assert.match(notCheckout.stderr, /not a durable-mcp checkout/);
+});
+
+test('durable-mcp new <path> writes into the path, as cargo new does, and names the crate for its last part', () => {
+  const root = scratch();
+  const work = join(root, 'work');
+  mkdirSync(work);
+  const made = cli(['new', '../servers/my-server'], work);
+  assert.equal(made.status, 0, made.stderr);
+  assert.match(made.stdout, /^Created my-server in \.\.\/servers\/my-server /);
+  const dir = join(root, 'servers', 'my-server');
+  assert.match(readFileSync(join(dir, 'Cargo.toml'), 'utf8'), /^name = "my-server"$/m);
+  assert.match(readFileSync(join(dir, 'wrangler.toml'), 'utf8'), /^name = "my-server"$/m);
+  assert.equal(JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')).name, 'my-server');
+  const absolute = cli(['new', join(root, 'abs', 'my_server')], work);
+  assert.equal(absolute.status, 0, absolute.stderr);
+  assert.match(readFileSync(join(root, 'abs', 'my_server', 'wrangler.toml'), 'utf8'), /^name = "my-server"$/m);
+  const bad = cli(['new', '../servers/My Server'], work);
+  assert.equal(bad.status, 64, bad.stderr);
+  assert.match(bad.stderr, /"My Server" is not a valid crate name/);
+  assert.deepEqual(readdirSync(join(root, 'servers')), ['my-server']);
+  assert.deepEqual(readdirSync(work), []);
 });
 
 const VARIANTS = [

@@ -6,6 +6,7 @@
 use durable_mcp::{text, CallToolResult, Cx, Page, PageReply, ToolError, UrlElicitation};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::json;
 
 /// Promotes a service to production once someone approves it on the
 /// approval page.
@@ -17,11 +18,14 @@ pub struct PromoteArgs {
 
 /// The tool: waits for the approval page, then reports who approved.
 pub async fn promote(cx: &mut Cx, args: PromoteArgs) -> Result<CallToolResult, ToolError> {
+    // The page shows what is approved from the paused call itself: the
+    // service and the action travel with the question, not in the link.
     let approval = cx
-        .elicit_url(
+        .elicit_url_showing(
             "approval",
             format!("Approve promoting {} to production", args.service),
             "/approve",
+            json!({ "service": args.service, "action": "promote to production" }),
         )
         .await?;
     Ok(text(match approval {
@@ -50,10 +54,12 @@ fn escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// The approval page: a form for the approval the link names; posting it
-/// completes that approval, and the paused `promote` goes on.
+/// The approval page: what the link's approval is for (the service and the
+/// action, read from the paused call, so an edited link cannot change
+/// them) and a form; posting it completes that approval, and the paused
+/// `promote` goes on.
 pub fn approve_page(page: &Page) -> PageReply {
-    let Some(id) = page.elicitation() else {
+    let (Some(id), Some(question)) = (page.elicitation(), page.question()) else {
         return PageReply::html(
             "<!doctype html><title>Approval</title><p>This approval link is not valid, or not yours.</p>",
         )
@@ -65,11 +71,18 @@ pub fn approve_page(page: &Page) -> PageReply {
         )
         .complete([("note", page.field("note").unwrap_or_default())]);
     }
+    let service = question.detail("service").unwrap_or("(unknown)");
+    let action = question.detail("action").unwrap_or("(unknown)");
     PageReply::html(format!(
         "<!doctype html><title>Approve promotion</title>\
+         <h1>{}</h1>\
+         <dl><dt>Service</dt><dd id=service>{}</dd><dt>Action</dt><dd id=action>{}</dd></dl>\
          <form method=post action=/approve>\
          <input type=hidden name=elicitationId value=\"{}\">\
          <label>Note <input name=note></label> <button>Approve</button></form>",
+        escape(&question.message),
+        escape(service),
+        escape(action),
         escape(id)
     ))
 }

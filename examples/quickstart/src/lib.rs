@@ -543,4 +543,147 @@ mod tests {
         let text = r.json["result"]["contents"][0]["text"].as_str();
         assert!(text.is_some_and(|t| t.starts_with("# When a deploy is refused")));
     }
+
+    /// A page request as a browser sends it: no `Authorization`, maybe a
+    /// cookie.
+    fn browse(
+        s: &mut TestServer,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        body: &str,
+    ) -> durable_mcp::testing::TestReply {
+        let mut headers = vec![("host".to_string(), "127.0.0.1:8787".to_string())];
+        if let Some(c) = cookie {
+            headers.push(("cookie".into(), c.to_string()));
+        }
+        if method == "POST" {
+            headers.push((
+                "content-type".into(),
+                "application/x-www-form-urlencoded".into(),
+            ));
+        }
+        s.send(durable_mcp::http::HttpRequest {
+            method: method.into(),
+            path: path.into(),
+            headers,
+            body: body.as_bytes().to_vec(),
+        })
+    }
+
+    #[test]
+    fn with_sign_in_the_approval_link_opens_once_for_its_user_and_shows_what_is_approved() {
+        let registry = server(&Bindings::from_vars([("A", "")])).expect("builds");
+        let mut s = TestServer::with_config(registry, |c| {
+            c.api_tokens =
+                durable_mcp::auth::parse_api_tokens("alice:token-of-alice,bob:token-of-bob")
+                    .expect("tokens");
+        });
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+        });
+        let call = |s: &mut TestServer, extra: Value| {
+            let mut p = json!({"name": "promote", "arguments": {"service": "api"}, "_meta": meta});
+            if let (Some(p), Value::Object(e)) = (p.as_object_mut(), extra) {
+                p.extend(e);
+            }
+            s.request("tools/call", p, |h| {
+                h.push(("authorization".into(), "Bearer token-of-alice".into()))
+            })
+        };
+        let r = call(&mut s, json!({}));
+        let asked = &r.json["result"]["inputRequests"]["approval"]["params"];
+        let url = asked["url"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{}", r.json));
+        let path = &url[url.find("/approve").expect("page path")..];
+        let state = r.json["result"]["requestState"].clone();
+
+        // Opened by a browser (no credentials): the link is exchanged for a
+        // pass and the browser sent back to the same URL.
+        let first = browse(&mut s, "GET", path, None, "");
+        assert_eq!(first.status, 303, "{}", first.text);
+        assert_eq!(first.header("location"), Some(path));
+        let set = first.header("set-cookie").expect("a pass");
+        assert!(set.starts_with("dmcp-pass-"), "{set}");
+        for attr in ["HttpOnly", "SameSite=Lax", "Path=/approve", "Max-Age="] {
+            assert!(set.contains(attr), "{attr} in {set}");
+        }
+        let cookie = set.split(';').next().expect("name=value").to_string();
+        assert_eq!(first.header("x-frame-options"), Some("DENY"));
+
+        // The link opens once: a second browser gets what an unknown link
+        // gets, and learns nothing of the call.
+        let again = browse(&mut s, "GET", path, None, "");
+        assert_eq!(again.status, 404, "{}", again.text);
+        assert!(!again.text.contains("api"), "{}", again.text);
+
+        // With the pass: what is approved, from the paused call itself.
+        let page = browse(&mut s, "GET", path, Some(&cookie), "");
+        assert_eq!(page.status, 200, "{}", page.text);
+        assert!(
+            page.text.contains("<dd id=service>api</dd>"),
+            "{}",
+            page.text
+        );
+        assert!(page.text.contains("promote to production"), "{}", page.text);
+        for (name, want) in [
+            ("x-frame-options", "DENY"),
+            ("referrer-policy", "no-referrer"),
+            ("x-content-type-options", "nosniff"),
+            ("cache-control", "no-store"),
+        ] {
+            assert_eq!(page.header(name), Some(want), "{name}");
+        }
+        let csp = page.header("content-security-policy").expect("csp");
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        // A query edited by hand changes nothing shown.
+        let edited = browse(
+            &mut s,
+            "GET",
+            &format!("{path}&service=payments&action=delete"),
+            Some(&cookie),
+            "",
+        );
+        assert!(
+            edited.text.contains("<dd id=service>api</dd>"),
+            "{}",
+            edited.text
+        );
+        assert!(!edited.text.contains("payments"), "{}", edited.text);
+
+        // Another user (their own token) is not let in.
+        let bob = s.send(durable_mcp::http::HttpRequest {
+            method: "GET".into(),
+            path: path.to_string(),
+            headers: vec![
+                ("host".into(), "127.0.0.1:8787".into()),
+                ("authorization".into(), "Bearer token-of-bob".into()),
+            ],
+            body: Vec::new(),
+        });
+        assert_eq!(bob.status, 404, "{}", bob.text);
+
+        // The user approves with the pass; the call goes on.
+        let id = path.split("elicitationId=").nth(1).expect("id");
+        let body = format!("elicitationId={id}&note=ok");
+        let done = browse(&mut s, "POST", "/approve", Some(&cookie), &body);
+        assert_eq!(done.status, 200, "{}", done.text);
+        assert!(done.text.contains("Approved"), "{}", done.text);
+        let r = call(
+            &mut s,
+            json!({"requestState": state, "inputResponses": {"approval": {"action": "accept"}}}),
+        );
+        assert_eq!(
+            r.json["result"]["content"][0]["text"], "Promoted api to production (approved: ok).",
+            "{}",
+            r.json
+        );
+        // After completion the pass opens nothing.
+        let after = browse(&mut s, "GET", path, Some(&cookie), "");
+        assert_eq!(after.status, 404, "{}", after.text);
+        let twice = browse(&mut s, "POST", "/approve", Some(&cookie), &body);
+        assert_eq!(twice.status, 404, "{}", twice.text);
+    }
 }

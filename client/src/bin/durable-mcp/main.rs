@@ -4,8 +4,8 @@
 //! durable-mcp tools <url> [--wire W]
 //! durable-mcp call <url> <tool> [--arg key=value]... [--args JSON]
 //!                  [--wire auto|modern|session|saga|sketch] [--no-tasks] [--no-chain] [--json]
-//! durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
-//!                 [--durable] [--task] [--oauth]
+//! durable-mcp new <name or path> [--path <durable-mcp checkout>]
+//!                 [--durable] [--task] [--oauth] [--dir <path>]
 //! durable-mcp login <url> [--client-id ID [--client-secret S]]
 //!                   [--client-metadata-url URL] [--no-browser]
 //! durable-mcp logout <url>
@@ -36,8 +36,8 @@ durable-mcp — call an MCP server's tools from a terminal
 USAGE
   durable-mcp tools <url> [--wire W]
   durable-mcp call <url> <tool> [--arg key=value]... [--args JSON] [options]
-  durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]
-                  [--durable] [--task] [--oauth]
+  durable-mcp new <name or path> [--path <durable-mcp checkout>]
+                  [--durable] [--task] [--oauth] [--dir <path>]
   durable-mcp login <url> [sign-in options]
   durable-mcp logout <url>
 

@@ -18,24 +18,27 @@ const WRANGLER_VERSION: &str = "4.86.0";
 const REGISTRY_DEP: &str = "durable-mcp = \"0.1\"";
 
 const USAGE: &str = concat!(
-    "  durable-mcp new <name> [--dir <path>] [--path <durable-mcp checkout>]\n",
-    "                  [--durable] [--task] [--oauth]\n",
+    "  durable-mcp new <name or path> [--path <durable-mcp checkout>]\n",
+    "                  [--durable] [--task] [--oauth] [--dir <path>]\n",
 );
 
 const HELP: &str = "\
 NEW
-  Writes a new worker crate <name> in --dir (default ./<name>; a new or
-  empty directory): Cargo.toml, src/lib.rs (a `greet` tool that pauses
-  for a form, with native tests), wrangler.toml, .dev.vars (a fresh local
-  STATE_KEYS), .gitignore, package.json (npm start, npm test, npm run
-  deploy) and a README. The name: lowercase letters, digits, - and _,
-  starting with a letter.
+  Writes a new worker crate into <name or path>, as cargo new does: a new
+  or empty directory, its missing parents made. The crate (and worker) is
+  named for the path's last part: `new my-server`, `new ../my-server` and
+  `new /tmp/x/my-server` all make my-server. The name: lowercase letters,
+  digits, - and _, starting with a letter. The files: Cargo.toml,
+  src/lib.rs (a `greet` tool that pauses for a form, with native tests),
+  wrangler.toml, .dev.vars (a fresh local STATE_KEYS), .gitignore,
+  package.json (npm start, npm test, npm run deploy) and a README.
   --path P          depend on the durable-mcp checkout at P (and start from
                     its Cargo.lock) rather than on durable-mcp from crates.io
   --durable         greet runs durably (Tool::durable) and sends once (cx.once)
   --task            add `countdown`, a task (Tool::task) that sleeps and asks
   --oauth           greet needs the scope <name>:write and reads cx.caller();
                     wrangler.toml gets the (commented) OAUTH_* vars
+  --dir D           write into D rather than ./<name> (with a bare name only)
 ";
 
 /// What `durable-mcp new` was asked for.
@@ -118,10 +121,37 @@ fn parse(args: &[String]) -> Result<(Spec, Option<PathBuf>), Usage> {
             }
         }
     }
-    let name = name.ok_or_else(|| Usage("new: no name (durable-mcp new <name>)".into()))?;
-    check_name(&name).map_err(|e| Usage(format!("new: {e}")))?;
+    let target =
+        name.ok_or_else(|| Usage("new: no name (durable-mcp new <name or path>)".into()))?;
+    let (name, at) = split_target(&target).map_err(|e| Usage(format!("new: {e}")))?;
+    if let (Some(_), Some(d)) = (&at, &dir) {
+        return Err(Usage(format!(
+            "new: give the directory once: {target} is a path, and --dir names {}",
+            d.display()
+        )));
+    }
     spec.name = name;
-    Ok((spec, dir))
+    Ok((spec, at.or(dir)))
+}
+
+/// `durable-mcp new`'s argument, as `cargo new` reads its path: the name
+/// is its last part, checked (`check_name`). A bare name gives no
+/// directory (the default, `./<name>`, or `--dir`); anything else (`./x`,
+/// `../x`, `/tmp/x`, `x/`) is the directory itself.
+pub(crate) fn split_target(target: &str) -> Result<(String, Option<PathBuf>), String> {
+    let path = Path::new(target);
+    let last = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    if target.is_empty() || last.as_deref() == Some(target) {
+        check_name(target)?;
+        return Ok((target.to_string(), None));
+    }
+    let Some(name) = last else {
+        return Err(format!(
+            "{target:?} does not end in a name: name the new directory (as in ../my-server)"
+        ));
+    };
+    check_name(&name).map_err(|e| format!("{e} (the last part of the path {target:?})"))?;
+    Ok((name, Some(path.to_path_buf())))
 }
 
 /// A name that is at once a crate, npm package and worker name: lowercase
@@ -183,7 +213,7 @@ fn write_project(spec: &Spec, dir: &Path) -> Result<Vec<String>, String> {
         let mut entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         if entries.next().is_some() {
             return Err(format!(
-                "{} already exists and is not empty: nothing written (choose another --dir)",
+                "{} already exists and is not empty: nothing written (choose another directory)",
                 dir.display()
             ));
         }
@@ -802,6 +832,91 @@ mod tests {
         assert!(parse(&args("--durable")).is_err());
         assert!(parse(&args("Demo")).is_err());
         assert!(parse(&args("demo --dir")).is_err());
+    }
+
+    #[test]
+    fn a_path_names_the_crate_by_its_last_part() {
+        assert_eq!(split_target("demo"), Ok(("demo".into(), None)));
+        for (target, name) in [
+            ("../my-server", "my-server"),
+            ("./foo", "foo"),
+            ("/tmp/x/my_server", "my_server"),
+            ("a/b/c2", "c2"),
+            ("demo/", "demo"),
+            ("../x/./demo", "demo"),
+        ] {
+            assert_eq!(
+                split_target(target),
+                Ok((name.to_string(), Some(PathBuf::from(target)))),
+                "{target}"
+            );
+        }
+        // The bad part is named, and the path it came from.
+        let e = split_target("../x/My Server").err().unwrap_or_default();
+        assert!(
+            e.starts_with("\"My Server\" is not a valid crate name"),
+            "{e}"
+        );
+        assert!(e.contains("\"../x/My Server\""), "{e}");
+        let e = split_target("/tmp/fn").err().unwrap_or_default();
+        assert!(e.starts_with("\"fn\" is not a valid crate name"), "{e}");
+        // A directory named ok above a bad last part does not help, and a
+        // bad directory above a good last part does not matter.
+        assert!(split_target("my-server/9lives").is_err());
+        assert!(split_target("My Dir/my-server").is_ok());
+        for no_name in ["..", ".", "/", "../.."] {
+            let e = split_target(no_name).err().unwrap_or_default();
+            assert!(e.contains("does not end in a name"), "{no_name}: {e}");
+        }
+        assert!(split_target("")
+            .err()
+            .unwrap_or_default()
+            .contains("not a valid crate name"));
+    }
+
+    #[test]
+    fn parse_takes_a_path_or_a_dir_not_both() {
+        let args = |s: &[&str]| s.iter().map(|a| a.to_string()).collect::<Vec<_>>();
+        let Ok((s, dir)) = parse(&args(&["../servers/my-server", "--task"])) else {
+            panic!("parses");
+        };
+        assert_eq!(s.name, "my-server");
+        assert!(s.task);
+        assert_eq!(dir, Some(PathBuf::from("../servers/my-server")));
+        let Ok((s, dir)) = parse(&args(&["my-server", "--dir", "/tmp/elsewhere"])) else {
+            panic!("parses");
+        };
+        assert_eq!(
+            (s.name.as_str(), dir),
+            ("my-server", Some(PathBuf::from("/tmp/elsewhere")))
+        );
+        assert!(parse(&args(&["../my-server", "--dir", "/tmp/y"])).is_err());
+        assert!(parse(&args(&["../My-Server"])).is_err());
+        assert!(parse(&args(&[".."])).is_err());
+    }
+
+    #[test]
+    fn a_path_with_missing_parents_is_made() {
+        let root =
+            std::env::temp_dir().join(format!("durable-mcp-new-parents-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let Ok((s, Some(dir))) = split_target(&format!("{}/a/b/my-server", root.display()))
+            .map(|(name, dir)| (spec_named(&name), dir))
+        else {
+            panic!("splits");
+        };
+        assert!(write_project(&s, &dir).is_ok());
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_default();
+        assert!(read("Cargo.toml").starts_with("[package]\nname = \"my-server\"\n"));
+        assert!(read("wrangler.toml").starts_with("name = \"my-server\"\n"));
+        let _ = std::fs::remove_dir_all(&root);
+    }
+
+    fn spec_named(name: &str) -> Spec {
+        Spec {
+            name: name.into(),
+            ..spec(false, false, false)
+        }
     }
 
     #[test]

@@ -1,0 +1,3 @@
+// oauth-outage.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './oauth-outage.test.mjs';
