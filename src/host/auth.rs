@@ -138,13 +138,22 @@ fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -
     match r {
         Ok(caller) => admit(server, req, caller, None),
         Err(e) => {
-            let mut resp = error_response(&e, None);
+            let mut resp = refusal(server, req, &e);
             // The issuer is down: a 503 the client may retry, and when.
             if let Some(seconds) = auth::retry_after(&e) {
                 resp = resp.with_header("retry-after", seconds.to_string());
             }
             Authenticated::No(Reply::new(resp))
         }
+    }
+}
+
+/// A refusal, with the page headers on a page's path.
+fn refusal(server: &Server, req: &HttpRequest, e: &McpError) -> crate::http::HttpResponse {
+    if req.path != "/mcp" && super::page::is_page(server, &req.path) {
+        super::page::page_error(e)
+    } else {
+        error_response(e, None)
     }
 }
 
@@ -168,7 +177,7 @@ fn admit(
     if !oauth.scopes.is_empty() {
         let resource = auth::resource_uri(req.header("host"));
         if let Err(e) = auth::require(&caller, &resource, &oauth.scopes) {
-            return Authenticated::No(Reply::new(error_response(&e, None)));
+            return Authenticated::No(Reply::new(refusal(server, req, &e)));
         }
     }
     let json = header.unwrap_or_else(|| serde_json::to_string(&caller).unwrap_or_default());

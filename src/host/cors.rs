@@ -31,7 +31,13 @@ const MAX_AGE_SECONDS: &str = "86400";
 
 /// Request headers a browser may not name in a preflight (forbidden header
 /// names) or that the server reads but a page cannot set.
-const NOT_FROM_PAGES: [&str; 4] = ["content-length", "cookie", "host", "origin"];
+const NOT_FROM_PAGES: [&str; 5] = [
+    "content-length",
+    "cookie",
+    "host",
+    "origin",
+    "sec-fetch-site",
+];
 
 /// What CORS asks of a request.
 #[derive(Debug, Clone)]

@@ -111,6 +111,9 @@ enum Visitor {
     /// A browser with no credentials on a server with sign-in, holding a
     /// valid link: it may exchange the link for a pass, once.
     Link(String, IdClaims),
+    /// A browser with no credentials holding a link that does not verify:
+    /// told what a used link is told, no more.
+    Unknown,
 }
 
 /// Who `req` comes from. A browser that follows a link sends no
@@ -131,7 +134,15 @@ fn visitor(
         }
         Err(e) if e.kind == ErrorKind::Unauthorized && req.header("authorization").is_none() => {
             let Some((id, claims)) = linked(server, query, form) else {
-                return Err(e);
+                let names_one = form
+                    .iter()
+                    .chain(query)
+                    .any(|(k, _)| k == ELICITATION_PARAM);
+                return if names_one {
+                    Ok(Visitor::Unknown)
+                } else {
+                    Err(e)
+                };
             };
             let pass = cookies(req)
                 .into_iter()
@@ -159,6 +170,7 @@ pub(super) fn routed_elicitation(
         Visitor::Caller(_, named) => named,
         Visitor::Pass(id, claims) => Some((id, claims)),
         Visitor::Link(id, claims) => (req.method == "GET").then_some((id, claims)),
+        Visitor::Unknown => None,
     }
 }
 
@@ -198,10 +210,24 @@ pub async fn serve(server: &Server, req: &HttpRequest, env: &Env, keeper: Keeper
     let (caller, named) = match visitor(server, req, &query, &form, env.now_ms) {
         Ok(Visitor::Caller(caller, named)) => (caller, named),
         // A pass stands for the call's user on this one page; who that is
-        // by name the object may not know (a durable call keeps only a
-        // digest of it).
-        Ok(Visitor::Pass(id, claims)) => (Caller::default(), Some((id, claims))),
+        // by name only a session's object knows (a durable call and a task
+        // keep a digest, or run as their own caller).
+        Ok(Visitor::Pass(id, claims)) => {
+            let owner = match (&claims.home, &keeper) {
+                (Home::Session(..), Keeper::Object(stores)) => match stores.session.meta() {
+                    Ok(meta) => meta.map(|m| m.principal).unwrap_or_default(),
+                    Err(e) => return Reply::new(page_error(&e)),
+                },
+                _ => String::new(),
+            };
+            let caller = Caller {
+                principal: owner,
+                ..Caller::default()
+            };
+            (caller, Some((id, claims)))
+        }
         Ok(Visitor::Link(id, claims)) => return exchange(server, req, env, keeper, &id, &claims),
+        Ok(Visitor::Unknown) => return refused(404),
         Err(e) => return Reply::new(page_error(&e)),
     };
     let stores = match keeper {
@@ -516,7 +542,7 @@ fn reply_response(reply: &PageReply, page_path: &str, https: bool) -> HttpRespon
 
 /// An error on a page path (a refused sign-in, a bad Origin): the JSON-RPC
 /// error, with the page headers.
-fn page_error(e: &McpError) -> HttpResponse {
+pub(super) fn page_error(e: &McpError) -> HttpResponse {
     let mut resp = error_response(e, None);
     for (k, v) in SECURITY_HEADERS {
         resp.headers.retain(|(n, _)| n != k);

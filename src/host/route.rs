@@ -71,7 +71,7 @@ const INTERNAL_HEADERS: [&str; 7] = [
 /// request). The test server passes only these on too, so a header the code
 /// reads but this list misses fails the tests.
 pub fn client_headers(server: &Server) -> Vec<String> {
-    const FIXED: [&str; 13] = [
+    const FIXED: [&str; 14] = [
         "accept",
         "authorization",
         "content-length",
@@ -86,6 +86,8 @@ pub fn client_headers(server: &Server) -> Vec<String> {
         "mcp-protocol-version",
         SESSION_HEADER,
         "origin",
+        // Read on page paths only: a page's own form post.
+        "sec-fetch-site",
     ];
     let mut names: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
     for tool in &server.registry.tools {

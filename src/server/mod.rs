@@ -304,12 +304,16 @@ impl Server {
     /// `Origin` of this very server, which passes as any allowed one does.
     pub(crate) fn precheck_page(&self, req: &HttpRequest) -> Result<Caller, McpError> {
         let host = req.header("host");
+        // A page's own form, posted under `Referrer-Policy: no-referrer`,
+        // comes with `Origin: null`; the browser's `Sec-Fetch-Site` (no
+        // page can set it) says it is this origin's.
+        let own_null = req.header("sec-fetch-site") == Some("same-origin");
         let origin = req.header("origin").filter(|o| {
             let same = o
                 .split_once("://")
                 .zip(host)
                 .is_some_and(|((_, rest), h)| rest.eq_ignore_ascii_case(h));
-            !same
+            !same && !(own_null && o.trim() == "null")
         });
         self.check_origin_of(origin, host)?;
         let caller = self.authenticate(req)?;

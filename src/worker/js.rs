@@ -72,7 +72,8 @@ export function with_headers(answer, headers) {
 }
 
 export function new_request(url, method, headers, body, stream) {
-  const init = { method, headers: header_list(headers) };
+  // An object's redirect (a page pass's 303) is the client's to follow.
+  const init = { method, headers: header_list(headers), redirect: "manual" };
   if (stream !== undefined) init.body = stream;
   else if (body !== undefined) init.body = body.slice();
   return new Request(url, init);

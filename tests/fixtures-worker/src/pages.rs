@@ -53,10 +53,11 @@ async fn connect(cx: &mut Cx, args: ConnectArgs) -> Result<CallToolResult, ToolE
     }))
 }
 
-/// The approval page: a form for the elicitation the link names; its POST
-/// completes it.
+/// The approval page: a form for the elicitation the link names while it
+/// is waiting; its POST completes it. Once completed, the link (and a page
+/// pass for it) opens nothing.
 fn connect_page(page: &Page) -> PageReply {
-    let Some(id) = page.elicitation() else {
+    let Some(id) = page.elicitation().filter(|_| page.question().is_some()) else {
         return PageReply::html("<!doctype html><p>Nothing to approve here.</p>").status(404);
     };
     if page.method == "POST" {

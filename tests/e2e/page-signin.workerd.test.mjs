@@ -1,0 +1,3 @@
+// page-signin.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './page-signin.test.mjs';
