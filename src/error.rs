@@ -57,6 +57,11 @@ pub enum ErrorKind {
     RequestCancelled,
     /// The server is misconfigured or broke (`-32603`, 500).
     Internal,
+    /// The tool's code changed since the call paused in a way the call
+    /// cannot be replayed under (`-32050`, 409; `data` names the tool and
+    /// the key): the call is kept, and the same request continues it
+    /// after a rollback or a fixing deploy.
+    CodeChanged,
     /// Something the request needs is down for now, the authorization
     /// server's keys (`-32603`, 503; the reply carries `Retry-After`, and
     /// `data.retryAfter` in seconds).
@@ -140,6 +145,7 @@ impl McpError {
                 -32602
             }
             ErrorKind::Conflict => -32010,
+            ErrorKind::CodeChanged => -32050,
             ErrorKind::StreamNotFound => -32011,
             ErrorKind::HeaderMismatch => -32020,
             ErrorKind::SessionNotFound => -32001,
@@ -172,7 +178,7 @@ impl McpError {
             | ErrorKind::SessionNotFound => 404,
             ErrorKind::MethodNotAllowed => 405,
             ErrorKind::NotAcceptable => 406,
-            ErrorKind::Conflict => 409,
+            ErrorKind::Conflict | ErrorKind::CodeChanged => 409,
             ErrorKind::TooLarge => 413,
             ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::Internal => 500,

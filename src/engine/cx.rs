@@ -223,6 +223,12 @@ struct State {
     task_mode: TaskMode,
     /// The last `cx.status` message of this run.
     status: Option<String>,
+    /// The keys of the answers this run read so far, in order (what a
+    /// `once` that runs now may depend on). Internal requests (timers,
+    /// checkpoints) carry nothing and are left out.
+    read: Vec<String>,
+    /// The recorded `once` effects this run has replayed.
+    replayed: std::collections::BTreeSet<String>,
     /// Who is calling (`Caller::default()` when nobody signed in).
     caller: Caller,
     /// This server's resource URI, for a step-up challenge.
@@ -598,20 +604,31 @@ impl Cx {
         let request = InputRequest::new(method, params);
         let mut st = self.inner.borrow_mut();
         if let Some(answer) = st.journal.answers.get(key) {
-            if answer.asked != request.digest() {
-                return Err(ToolError::Nondeterminism(format!(
-                    "input request {key:?} was answered for different parameters; \
-                     a tool must ask the same thing under the same key on every replay"
-                )));
+            let fits = match &answer.outcome {
+                Ok(v) => answer_fits(&request, v),
+                Err(_) => Ok(()),
+            };
+            if answer.asked == request.digest() {
+                // Checked again in full: a sealed token's journal could not
+                // hold the answer to the form's schema when it was taken. A
+                // protocol error leaves the round unrun and the question open.
+                fits.map_err(|why| ToolError::Protocol(unfit(key, method, &why)))?;
+            } else if fits.is_err() {
+                // The question changed since it was answered (a deploy
+                // changed the code: a field it now requires, another type)
+                // and the answer no longer fits it: ask the new question.
+                st.journal.answers.remove(key);
             }
-            // Checked again in full: a sealed token's journal could not
-            // hold the answer to the form's schema when it was taken. A
-            // protocol error leaves the round unrun and the question open.
-            if let Ok(v) = &answer.outcome {
-                answer_fits(&request, v)
-                    .map_err(|why| ToolError::Protocol(unfit(key, method, &why)))?;
+            // Else a question worded or shaped otherwise (a new message, an
+            // optional field, a timer's duration, a sampling request's
+            // parameters) that the recorded answer still fits: kept.
+            if let Some(answer) = st.journal.answers.get(key) {
+                let outcome = answer.outcome.clone();
+                if !request.is_internal() {
+                    st.read.push(key.to_string());
+                }
+                return outcome.map_err(ToolError::Client);
             }
-            return answer.outcome.clone().map_err(ToolError::Client);
         }
         let needed = match method {
             "elicitation/create" => (!st.caps.elicitation).then_some("elicitation"),
@@ -624,6 +641,9 @@ impl Cx {
         }
         if let Some(v) = st.offered.remove(key) {
             if answer_fits(&request, &v).is_ok() {
+                if !request.is_internal() {
+                    st.read.push(key.to_string());
+                }
                 let asked = request.digest();
                 st.journal.answers.insert(
                     key.to_string(),
@@ -661,8 +681,17 @@ impl Cx {
             (st.journal.once.get(key).cloned(), st.once_safe)
         };
         if let Some(v) = recorded {
-            return decode(v);
+            self.replays_same_inputs(key)?;
+            self.inner.borrow_mut().replayed.insert(key.to_string());
+            return serde_json::from_value(v).map_err(|e| ToolError::Diverged {
+                key: key.to_string(),
+                why: format!(
+                    "the effect {key:?} ran and recorded an output that the tool's code now \
+                         reads as another type ({e})"
+                ),
+            });
         }
+        self.runs_no_renamed_effect(key)?;
         if !once_safe {
             return Err(ToolError::Protocol(McpError::internal(format!(
                 "cx.once({key:?}) needs a durable tool: a stateless call's requestState can be \
@@ -673,12 +702,67 @@ impl Cx {
         // No borrow is held across the effect's await.
         let out = effect().await?;
         let v = serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
-        self.inner
-            .borrow_mut()
+        let mut st = self.inner.borrow_mut();
+        let inputs = st.read.clone();
+        st.journal.once_inputs.insert(key.to_string(), inputs);
+        st.journal.once.insert(key.to_string(), v);
+        st.replayed.insert(key.to_string());
+        Ok(out)
+    }
+
+    /// A recorded effect replays only if what it may have been computed
+    /// from is still what the tool reads before it. On the same code a
+    /// replay reads the same answers in the same order; after a deploy a
+    /// step may be inserted (more answers read: fine) or removed (fewer:
+    /// fine), but an answer it ran after that is no longer read while
+    /// another one, new to it, is read instead is a renamed question: the
+    /// effect ran for an answer the tool no longer uses, and replaying its
+    /// output would mix the two. The call is kept for a rollback instead.
+    fn replays_same_inputs(&self, key: &str) -> Result<(), ToolError> {
+        let st = self.inner.borrow();
+        let Some(inputs) = st.journal.once_inputs.get(key) else {
+            // Recorded before effects kept their inputs: nothing to check.
+            return Ok(());
+        };
+        let gone: Vec<&String> = inputs.iter().filter(|k| !st.read.contains(k)).collect();
+        let new: Vec<&String> = st.read.iter().filter(|k| !inputs.contains(k)).collect();
+        if gone.is_empty() || new.is_empty() {
+            return Ok(());
+        }
+        Err(ToolError::Diverged {
+            key: key.to_string(),
+            why: format!(
+                "the effect {key:?} ran after the answers {gone:?}, which the tool's code no \
+                 longer reads, and it now reads {new:?} instead (a renamed question?): its \
+                 recorded output would mix the old answers with the new"
+            ),
+        })
+    }
+
+    /// A new effect runs only while no recorded one went unused. On the
+    /// same code a replay reaches every recorded effect before any new
+    /// one (the rounds before were a prefix of this run); a new effect
+    /// with a recorded one not reached is a renamed or replaced effect,
+    /// and running it would run that effect a second time.
+    fn runs_no_renamed_effect(&self, key: &str) -> Result<(), ToolError> {
+        let st = self.inner.borrow();
+        let unused: Vec<&String> = st
             .journal
             .once
-            .insert(key.to_string(), v);
-        Ok(out)
+            .keys()
+            .filter(|k| !st.replayed.contains(*k))
+            .collect();
+        if unused.is_empty() {
+            return Ok(());
+        }
+        Err(ToolError::Diverged {
+            key: key.to_string(),
+            why: format!(
+                "the effect {key:?} is new, and the recorded effects {unused:?} were not reached \
+                 before it (a renamed or replaced effect?): running it could run that effect a \
+                 second time"
+            ),
+        })
     }
 
     /// Reports progress, when the client sent a progress token.

@@ -156,6 +156,10 @@ pub struct Journal {
     /// Memoized outputs of `cx.once` side effects, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub once: BTreeMap<String, Value>,
+    /// For each `once` effect, the keys of the answers the run had read
+    /// when it ran (what its output may depend on; see `Cx::once`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub once_inputs: BTreeMap<String, Vec<String>>,
     /// Keys of pending URL elicitations whose link a browser has already
     /// exchanged for a page pass (a link opens once on a server with
     /// sign-in).

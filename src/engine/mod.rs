@@ -47,9 +47,19 @@ pub enum ToolError {
     Suspend(Suspended),
     /// It needs a client capability the request did not declare (`-32021`).
     MissingCapability(Value),
-    /// A replay asked something different under a recorded key: a bug in the
-    /// tool, reported as an internal error rather than misusing an old answer.
+    /// One round asked two different things under one key: a bug in the
+    /// tool, reported as an internal error rather than misusing an answer.
     Nondeterminism(String),
+    /// The tool's code changed since the call paused in a way that cannot
+    /// be replayed safely (a renamed effect, a recorded output of another
+    /// type, a renamed question an effect depended on): the call is kept
+    /// as it was, for a rollback or a fixed deploy (`-32050`, 409).
+    Diverged {
+        /// The key of the effect or request where it diverged.
+        key: String,
+        /// What changed, for the operator.
+        why: String,
+    },
     /// The client reported a failure for one of our requests (a saga step's
     /// `error`). The tool may handle it; unhandled, the call fails.
     Client(Value),
@@ -84,6 +94,7 @@ impl std::fmt::Display for ToolError {
             Self::Suspend(_) => f.write_str("suspended for input"),
             Self::MissingCapability(c) => write!(f, "missing client capability {c}"),
             Self::Nondeterminism(m) | Self::Failed(m) => f.write_str(m),
+            Self::Diverged { why, .. } => f.write_str(why),
             Self::Client(e) => write!(f, "the client reported an error: {e}"),
             Self::Protocol(e) => write!(f, "{e}"),
         }
@@ -133,6 +144,7 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
         result,
         Err(ToolError::MissingCapability(_)
             | ToolError::Nondeterminism(_)
+            | ToolError::Diverged { .. }
             | ToolError::Protocol(_))
     );
     if !done.asked.is_empty() && !protocol_error {
@@ -158,6 +170,7 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
                 .with_data(serde_json::json!({ "requiredCapabilities": caps })),
         ),
         Err(ToolError::Nondeterminism(m)) => Outcome::Error(McpError::internal(m)),
+        Err(ToolError::Diverged { key, why }) => Outcome::Error(diverged(&key, &why)),
         Err(ToolError::Client(e)) => {
             Outcome::ToolFailed(format!("the client reported an error: {e}"))
         }
@@ -169,6 +182,35 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
         notifications: done.notifications,
         status: done.status,
     }
+}
+
+/// The error for a call the tool's new code cannot replay: the call is kept
+/// as it was, and the same request goes on after a rollback or a fixed
+/// deploy. The wire adds the tool's name to `data`.
+pub fn diverged(key: &str, why: &str) -> McpError {
+    McpError::new(
+        ErrorKind::CodeChanged,
+        format!(
+            "The tool's code changed since this call paused, and the call cannot go on under \
+             the new code: {why}. The call is kept as it was: the same request continues it \
+             after a rollback or a deploy that fixes the tool."
+        ),
+    )
+    .with_data(serde_json::json!({ "key": key, "why": why }))
+}
+
+/// The error for a paused call whose tool this deploy does not serve: kept
+/// for a rollback, as [`diverged`].
+pub fn tool_gone(tool: &str) -> McpError {
+    let mut e = diverged(
+        "",
+        &format!("the tool {tool:?} the call belongs to is not served by this deploy"),
+    );
+    if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
+        data.insert("tool".into(), Value::String(tool.to_string()));
+        data.remove("key");
+    }
+    e
 }
 
 /// The message for a missing client capability, naming it: a generic

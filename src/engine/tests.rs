@@ -108,36 +108,195 @@ fn once_effects_do_not_run_again_on_replay() {
     assert_eq!((v, rounds, runs.get()), (100, 2, 1));
 }
 
+/// Runs `h` once from `journal`, answering every request it asks with
+/// `answer`: the journal to go on from, or the outcome it ended with.
+fn round<T: std::fmt::Debug + 'static>(
+    h: &dyn crate::engine::Handler<Value, T>,
+    journal: Journal,
+    answer: impl Fn(&str) -> Result<Value, Value>,
+) -> Result<Journal, Outcome<T>> {
+    let r = block_on(run(h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    match r.outcome {
+        Outcome::InputRequired {
+            requests,
+            mut journal,
+        } => {
+            journal.accept_answers(requests.keys().map(|k| (k.clone(), answer(k))));
+            Ok(journal)
+        }
+        other => Err(other),
+    }
+}
+
 #[test]
-fn a_replay_that_asks_differently_is_nondeterminism() {
+fn a_reworded_question_keeps_its_recorded_answer() {
     let flip = Rc::new(Cell::new(false));
     let f = flip.clone();
     let h = boxed(
-        async move |cx: &mut Cx, _: Value| -> Result<(), ToolError> {
+        async move |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+            // A deploy rewords the message and adds an optional field.
+            let schema = if f.get() {
+                json!({"type": "object", "properties": {"v": {"type": "string"}, "note": {"type": "string"}}})
+            } else {
+                json!({"type": "object", "properties": {"v": {"type": "string"}}})
+            };
             let msg = if f.get() { "changed" } else { "first" };
-            cx.elicit_with("k", form(msg, json!({}))).await?;
-            Ok(())
+            let r = cx.elicit_with("k", form(msg, schema)).await?;
+            Ok(r.field::<String>("v").unwrap_or_default())
         },
     );
-    let first = block_on(run(
-        &*h,
-        Cx::new(Journal::new(), ClientCaps::all()),
-        Value::Null,
-    ));
-    let Outcome::InputRequired {
-        requests,
-        mut journal,
-    } = first.outcome
-    else {
-        panic!()
-    };
-    journal.accept_answers(requests.keys().map(|k| (k.clone(), elicit_answer("x"))));
+    let journal = round(&*h, Journal::new(), |_| elicit_answer("x")).expect("paused");
     flip.set(true);
     let second = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
-    match second.outcome {
-        Outcome::Error(e) => assert!(e.message.contains("different parameters"), "{e}"),
-        other => panic!("expected nondeterminism error, got {other:?}"),
-    }
+    assert_eq!(second.outcome, Outcome::Complete("x".to_string()));
+}
+
+#[test]
+fn a_question_the_recorded_answer_no_longer_fits_is_asked_again() {
+    let flip = Rc::new(Cell::new(false));
+    let f = flip.clone();
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+            // The new code requires a field the old answer lacks.
+            let schema = if f.get() {
+                json!({"type": "object", "properties": {"v": {"type": "string"}, "w": {"type": "string"}}, "required": ["w"]})
+            } else {
+                json!({"type": "object", "properties": {"v": {"type": "string"}}})
+            };
+            let r = cx.elicit_with("k", form("q", schema)).await?;
+            Ok(r.field::<String>("w").unwrap_or_default())
+        },
+    );
+    let journal = round(&*h, Journal::new(), |_| elicit_answer("x")).expect("paused");
+    flip.set(true);
+    let again = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    let Outcome::InputRequired { requests, .. } = again.outcome else {
+        panic!("expected the question again, got {:?}", again.outcome)
+    };
+    assert!(requests.contains_key("k"));
+}
+
+#[test]
+fn a_renamed_effect_is_not_run_a_second_time() {
+    let runs = Rc::new(Cell::new(0));
+    let (r2, flip) = (runs.clone(), Rc::new(Cell::new(false)));
+    let f = flip.clone();
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<u32, ToolError> {
+            let key = if f.get() { "ticket2" } else { "ticket" };
+            let r3 = r2.clone();
+            let t = cx
+                .once(key, || async move {
+                    r3.set(r3.get() + 1);
+                    Ok::<u32, ToolError>(7)
+                })
+                .await?;
+            cx.elicit_with("later", form("ok?", json!({}))).await?;
+            Ok(t)
+        },
+    );
+    let journal = round(&*h, Journal::new(), |_| elicit_answer("y")).expect("paused");
+    assert_eq!(runs.get(), 1);
+    flip.set(true);
+    let Err(Outcome::Error(e)) = round(&*h, journal.clone(), |_| elicit_answer("y")) else {
+        panic!("expected a code-change error")
+    };
+    assert_eq!((e.code(), e.http_status()), (-32050, 409));
+    assert_eq!(e.data.as_ref().expect("data")["key"], "ticket2");
+    assert_eq!(runs.get(), 1, "the effect ran once");
+    // Rolled back: the same journal goes on.
+    flip.set(false);
+    let done = block_on(run(&*h, Cx::new(journal, ClientCaps::all()), Value::Null));
+    assert_eq!(done.outcome, Outcome::Complete(7));
+    assert_eq!(runs.get(), 1);
+}
+
+#[test]
+fn an_effect_whose_recorded_output_no_longer_decodes_parks_the_call() {
+    let flip = Rc::new(Cell::new(false));
+    let f = flip.clone();
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+            let t = if f.get() {
+                cx.once("ticket", || async { Ok::<u64, ToolError>(1) })
+                    .await?
+                    .to_string()
+            } else {
+                cx.once("ticket", || async { Ok::<String, ToolError>("T-1".into()) })
+                    .await?
+            };
+            cx.elicit_with("later", form("ok?", json!({}))).await?;
+            Ok(t)
+        },
+    );
+    let journal = round(&*h, Journal::new(), |_| elicit_answer("y")).expect("paused");
+    flip.set(true);
+    let Err(Outcome::Error(e)) = round(&*h, journal, |_| elicit_answer("y")) else {
+        panic!("expected a code-change error")
+    };
+    assert_eq!(e.code(), -32050);
+    assert!(e.message.contains("another type"), "{}", e.message);
+}
+
+#[test]
+fn an_effect_replays_only_while_its_answers_are_still_the_ones_read() {
+    // v1: ask "target", then the effect; v2 asks "destination" instead.
+    let flip = Rc::new(Cell::new(false));
+    let f = flip.clone();
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+            let key = if f.get() { "destination" } else { "target" };
+            let target = cx
+                .elicit_with(key, form("where?", json!({})))
+                .await?
+                .field::<String>("v")
+                .unwrap_or_default();
+            let ticket = cx
+                .once("ticket", || async move {
+                    Ok::<String, ToolError>(format!("ticket for {target}"))
+                })
+                .await?;
+            cx.elicit_with("later", form("ok?", json!({}))).await?;
+            Ok(ticket)
+        },
+    );
+    let j1 = round(&*h, Journal::new(), |_| elicit_answer("staging")).expect("asked target");
+    let j2 = round(&*h, j1, |_| elicit_answer("y")).expect("ran the effect");
+    assert!(j2.once.contains_key("ticket"));
+    flip.set(true);
+    // The renamed question is asked; once answered, the recorded ticket
+    // (for staging) would meet a new answer: the call is parked instead.
+    let j3 = round(&*h, j2.clone(), |_| elicit_answer("production")).expect("asked again");
+    let Err(Outcome::Error(e)) = round(&*h, j3, |_| elicit_answer("y")) else {
+        panic!("expected a code-change error")
+    };
+    assert_eq!(e.code(), -32050);
+    assert_eq!(e.data.as_ref().expect("data")["key"], "ticket");
+    // An inserted question before the effect changes nothing it read.
+    flip.set(false);
+    let h2 = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+            cx.elicit_with("new", form("new?", json!({}))).await?;
+            let target = cx
+                .elicit_with("target", form("where?", json!({})))
+                .await?
+                .field::<String>("v")
+                .unwrap_or_default();
+            let ticket = cx
+                .once("ticket", || async move {
+                    Ok::<String, ToolError>(format!("ticket for {target}"))
+                })
+                .await?;
+            cx.elicit_with("later", form("ok?", json!({}))).await?;
+            Ok(ticket)
+        },
+    );
+    let j = round(&*h2, j2, |_| elicit_answer("y")).expect("asked the new question");
+    let done = block_on(run(&*h2, Cx::new(j, ClientCaps::all()), Value::Null));
+    assert_eq!(
+        done.outcome,
+        Outcome::Complete("ticket for staging".to_string())
+    );
 }
 
 #[test]

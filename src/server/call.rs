@@ -546,6 +546,16 @@ fn finish(
 
 /// Runs the target's body once with `cx`, which gets the registry's shared
 /// state.
+/// A code-change error names the tool its call belongs to.
+fn named_tool(mut e: McpError, tool: &str) -> McpError {
+    if e.kind == ErrorKind::CodeChanged {
+        if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
+            data.insert("tool".into(), Value::String(tool.to_string()));
+        }
+    }
+    e
+}
+
 pub(crate) async fn run_target(
     server: &Server,
     target: &Target<'_>,
@@ -576,7 +586,7 @@ pub(crate) async fn run_target(
                 Outcome::InputRequired { requests, journal } => {
                     Outcome::InputRequired { requests, journal }
                 }
-                Outcome::Error(e) => Outcome::Error(e),
+                Outcome::Error(e) => Outcome::Error(named_tool(e, &t.name)),
             };
             Run {
                 outcome,

@@ -103,7 +103,13 @@ pub(crate) fn call_target<'a>(
         "tools/call" => {
             let name = string_param(p, "name")?;
             let tool = server.registry.find_tool(name).ok_or_else(|| {
-                McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
+                if p.contains_key("requestState") {
+                    // A paused call of a tool this deploy does not serve:
+                    // the call is kept for a rollback.
+                    crate::engine::tool_gone(name)
+                } else {
+                    McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
+                }
             })?;
             Ok((
                 Target::Tool(tool),

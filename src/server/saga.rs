@@ -66,7 +66,7 @@ pub(crate) async fn handle(
         let tool = server
             .registry
             .find_tool(&claims.target)
-            .ok_or_else(malformed)?;
+            .ok_or_else(|| crate::engine::tool_gone(&claims.target))?;
         let args = claims.arguments.clone().ok_or_else(malformed)?;
         (tool, args, Some(saga_token), completed_steps(p)?)
     };

@@ -41,10 +41,18 @@ pub(crate) async fn handle(
         .get("name")
         .and_then(Value::as_str)
         .ok_or_else(|| McpError::invalid_params("Invalid params: name must be a string"))?;
+    let paused = request
+        .raw
+        .get("requestState")
+        .or_else(|| p.get("requestState"));
     let tool = server
         .registry
         .find_tool(name)
-        .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
+        .ok_or_else(|| match paused {
+            // A paused call of a tool this deploy does not serve: kept.
+            Some(_) => crate::engine::tool_gone(name),
+            None => McpError::invalid_params(format!("Unknown tool: {name}")),
+        })?;
     let state = state_param(
         request
             .raw

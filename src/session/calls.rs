@@ -9,7 +9,7 @@ use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Cx, Journal, Outcome};
-use crate::error::McpError;
+use crate::error::{ErrorKind, McpError};
 use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, Request};
 use crate::server::{call_target, run_target, Env, Server};
@@ -329,11 +329,17 @@ async fn advance_once(
     turn: &Turn,
     call: &mut SessionCall,
 ) -> Vec<Value> {
+    let before = call.state;
     call.state = CallState::Running;
     let empty = serde_json::Map::new();
     let params = call.params.as_object().unwrap_or(&empty);
     let (target, args) = match call_target(server, &call.method, params) {
         Ok(t) => t,
+        // A paused call whose tool this deploy does not serve: kept.
+        Err(_) if call.journal.round > 0 && call.method == "tools/call" => {
+            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            return park(call, before, &crate::engine::tool_gone(name));
+        }
         Err(e) => {
             call.state = CallState::Failed;
             return vec![e.to_response(Some(&call.request_id))];
@@ -374,6 +380,9 @@ async fn advance_once(
         Outcome::ToolFailed(m) => {
             call.state = CallState::Failed;
             messages.push(McpError::invalid_params(m).to_response(Some(&call.request_id)));
+        }
+        Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
+            messages.extend(park(call, before, &e));
         }
         Outcome::Error(e) => {
             call.state = CallState::Failed;
@@ -419,6 +428,28 @@ async fn advance_once(
         };
     }
     messages
+}
+
+/// A call the tool's new code cannot replay stays open, as it was before
+/// this run (its answers kept): the client hears why on the call's stream
+/// (a log message; no response ends the call), and the call runs again
+/// when the client next comes back to it (its stream resumed, its answer
+/// sent again) — on a rollback or a fixing deploy it goes on.
+fn park(call: &mut SessionCall, before: CallState, e: &McpError) -> Vec<Value> {
+    call.state = match before {
+        CallState::Initializing | CallState::Running => CallState::Running,
+        waiting => waiting,
+    };
+    vec![notification(
+        "notifications/message",
+        json!({"level": "error", "logger": "durable-mcp", "data": e.to_error_object()}),
+    )]
+}
+
+/// Whether a stored call has every answer it waits for but no round has
+/// run on them: a call the last deploy could not replay.
+pub(super) fn parked(call: &SessionCall) -> bool {
+    !call.state.is_final() && call.journal.round > 0 && call.journal.pending.is_empty()
 }
 
 /// What the call's idempotency keys start with.

@@ -1,7 +1,7 @@
 //! `GET` on the session wire: replay of a call's stream after
 //! `Last-Event-ID`, the standalone stream, and waiting for what comes next.
 
-use super::calls::{continue_after_checkpoints, run_claimed, running_elsewhere};
+use super::calls::{continue_after_checkpoints, parked, run_claimed, running_elsewhere};
 use super::events::{event_id, log_all, logged, parse_event_id, stream_reply};
 use super::{SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
@@ -48,8 +48,11 @@ pub(super) async fn get(
     })?;
     call.confirmed_lsn = call.confirmed_lsn.max(lsn);
     call.last_contact_ms = env.now_ms;
-    // Back after a checkpoint: the call goes on now.
-    if !running_elsewhere(server, &call, env.now_ms) && continue_after_checkpoints(&mut call) {
+    // Back after a checkpoint, or after a deploy the call could not be
+    // replayed under: the call goes on now.
+    if !running_elsewhere(server, &call, env.now_ms)
+        && (parked(&call) || continue_after_checkpoints(&mut call))
+    {
         let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
         log_all(store, &stream, &messages)?;
     }

@@ -7,7 +7,7 @@ use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
 use crate::app::CallToolResult;
 use crate::effects::{Effect, TaskChange};
 use crate::engine::{ClientCaps, Cx, Outcome, Run, TaskMode, TIMER};
-use crate::error::McpError;
+use crate::error::{ErrorKind, McpError};
 use crate::server::{run_target, Server, Target};
 
 /// The alarm of a task's object: runs the next slice when the task can go
@@ -52,12 +52,10 @@ pub async fn alarm(
     }
 
     let Some(tool) = server.registry.find_tool(&task.tool) else {
-        let e = McpError::internal(format!(
-            "the tool {:?} this task runs is no longer served",
-            task.tool
-        ));
-        settle(&mut task, fail(e), now_ms);
-        return store(server, host, task, now_ms);
+        // Not served by this deploy: kept for a rollback (see `settle`).
+        let gone = fail(crate::engine::tool_gone(&task.tool));
+        settle(&mut task, gone, now_ms);
+        return parked(store(server, host, task, now_ms), now_ms, expires);
     };
     let version = task.version;
     let home = crate::elicitation::Home::Task(task.task_id.clone());
@@ -79,8 +77,36 @@ pub async fn alarm(
             return Ok(vec![Effect::WakeAt(expires)]);
         }
     }
+    let stuck = matches!(&run.outcome, Outcome::Error(e) if e.kind == ErrorKind::CodeChanged);
     settle(&mut task, run, now_ms);
-    store(server, host, task, now_ms)
+    let effects = store(server, host, task, now_ms);
+    if stuck {
+        return parked(effects, now_ms, expires);
+    }
+    effects
+}
+
+/// How long a task the deploy cannot replay waits before its alarm tries
+/// again (a rollback or a fix may have come).
+pub const PARKED_RETRY_MS: u64 = 60_000;
+
+/// A parked task's effects: its alarm tries again in [`PARKED_RETRY_MS`]
+/// (not at once: nothing changes until another deploy), until it expires.
+fn parked(
+    effects: Result<Vec<Effect>, McpError>,
+    now_ms: u64,
+    expires: u64,
+) -> Result<Vec<Effect>, McpError> {
+    let retry = now_ms.saturating_add(PARKED_RETRY_MS).min(expires);
+    effects.map(|effects| {
+        effects
+            .into_iter()
+            .map(|e| match e {
+                Effect::WakeAt(_) => Effect::WakeAt(retry),
+                e => e,
+            })
+            .collect()
+    })
 }
 
 /// A page completed URL-mode elicitation `key` of this task (its id
@@ -159,6 +185,13 @@ pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) {
         Outcome::ToolFailed(m) => {
             task.status = TaskStatus::Completed;
             task.result = Some(CallToolResult::error(m).into_json());
+        }
+        // The tool's new code cannot replay the task: it is stuck, not
+        // failed, as it was (its answers kept), until a rollback or a fix
+        // lets its alarm run it, or it expires.
+        Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
+            task.status = TaskStatus::Working;
+            task.status_message = Some(format!("Stuck: {}", e.message));
         }
         Outcome::Error(e) => {
             task.status = TaskStatus::Failed;
