@@ -110,6 +110,7 @@ fn once_effects_do_not_run_again_on_replay() {
 
 /// Runs `h` once from `journal`, answering every request it asks with
 /// `answer`: the journal to go on from, or the outcome it ended with.
+#[allow(clippy::result_large_err)]
 fn round<T: std::fmt::Debug + 'static>(
     h: &dyn crate::engine::Handler<Value, T>,
     journal: Journal,

@@ -313,7 +313,7 @@ impl Server {
                 .split_once("://")
                 .zip(host)
                 .is_some_and(|((_, rest), h)| rest.eq_ignore_ascii_case(h));
-            !same && !(own_null && o.trim() == "null")
+            !(same || own_null && o.trim() == "null")
         });
         self.check_origin_of(origin, host)?;
         let caller = self.authenticate(req)?;
