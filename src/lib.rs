@@ -30,6 +30,7 @@ pub mod host;
 pub mod http;
 pub mod outbound;
 pub mod protocol;
+pub mod replay;
 pub mod schema;
 pub mod server;
 pub mod session;

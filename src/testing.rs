@@ -288,6 +288,56 @@ impl TestServer {
         read(reply)
     }
 
+    /// Every paused call the server keeps (durable calls waiting for
+    /// input, session calls and tasks not finished), to check a changed
+    /// registry against ([`crate::replay::check`]).
+    pub fn paused_calls(&self) -> Vec<crate::replay::PausedCall> {
+        use crate::replay::PausedCall;
+        use crate::session::SessionStore;
+        use crate::store::CallStore;
+        let mut out = Vec::new();
+        for (name, o) in &self.objects {
+            for id in o.call.ids() {
+                let Ok(Some(call)) = o.call.load(&id) else {
+                    continue;
+                };
+                if call.status == crate::store::CallStatus::Completed {
+                    continue;
+                }
+                if let Some(inv) = call.journal.invocation.clone() {
+                    out.push(PausedCall {
+                        id: format!("durable:{id}"),
+                        tool: inv.tool,
+                        arguments: inv.arguments,
+                        journal: call.journal,
+                    });
+                }
+            }
+            for call in o.session.calls().unwrap_or_default() {
+                if call.state.is_final() || call.method != "tools/call" {
+                    continue;
+                }
+                out.push(PausedCall {
+                    id: format!("{name}/{}", call.call_id),
+                    tool: call.params["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: call.params["arguments"].clone(),
+                    journal: call.journal,
+                });
+            }
+            if let Ok(Some(task)) = crate::server::task::TaskStore::load(&o.task) {
+                if !task.status.is_terminal() {
+                    out.push(PausedCall {
+                        id: name.clone(),
+                        tool: task.tool,
+                        arguments: task.arguments,
+                        journal: task.journal,
+                    });
+                }
+            }
+        }
+        out
+    }
+
     /// Fires every alarm that is due at `now_ms`, applying what they do.
     pub fn fire_alarms(&mut self) {
         let due: Vec<String> = self

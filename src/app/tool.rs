@@ -30,6 +30,11 @@ pub struct Tool {
     pub(crate) input_before_task: bool,
     /// OAuth scopes a call of this tool needs (beyond `OAUTH_SCOPES`).
     pub(crate) scopes: Vec<String>,
+    /// The tool's declared code version ([`Tool::version`]).
+    pub(crate) version: Option<String>,
+    /// Changes this code has that `cx.patched` asks about after a pause
+    /// ([`Tool::patch`]).
+    pub(crate) patches: Vec<String>,
 }
 
 impl Tool {
@@ -68,7 +73,30 @@ impl Tool {
             task: None,
             input_before_task: false,
             scopes: Vec::new(),
+            version: None,
+            patches: Vec::new(),
         }
+    }
+
+    /// Declares this tool's code version (`"2"`, `"2026-11-26"`, a git
+    /// hash): each call records the version that started it and the one
+    /// that ran each round, and a call the new code cannot replay names
+    /// both in its error (`data.pausedOn`, `data.metOn`), with the Worker's
+    /// version id when `[version_metadata]` is bound.
+    pub fn version(mut self, version: impl Into<String>) -> Self {
+        self.version = Some(version.into());
+        self
+    }
+
+    /// Declares that this code has the change `id`: a call that starts on
+    /// it records `id`, and [`Cx::patched`](crate::Cx::patched)`(id)` is
+    /// true for it on every round, on every later deploy, and false for a
+    /// call that began on code without it. Needed only for a change the
+    /// body first asks about after a pause: one it asks about in the
+    /// call's first round is recorded then.
+    pub fn patch(mut self, id: impl Into<String>) -> Self {
+        self.patches.push(id.into());
+        self
     }
 
     /// Sets the description shown to the model.

@@ -229,6 +229,15 @@ struct State {
     read: Vec<String>,
     /// The recorded `once` effects this run has replayed.
     replayed: std::collections::BTreeSet<String>,
+    /// The code version running this round (see `Journal::code`).
+    code: String,
+    /// The code version that ran the round before (none for a new call).
+    paused_on: Option<String>,
+    /// This is the call's first run: nothing was recorded before it.
+    fresh: bool,
+    /// Set when the run is a replay check ([`crate::replay`]): no effect
+    /// runs, and what the replay meets is noted here.
+    dry_run: Option<Rc<RefCell<DryRun>>>,
     /// Who is calling (`Caller::default()` when nobody signed in).
     caller: Caller,
     /// This server's resource URI, for a step-up challenge.
@@ -239,6 +248,15 @@ struct State {
     /// URL-mode elicitation ids and sealed values, where the server keeps
     /// this call between rounds (none: `elicit_url` is refused).
     out_of_band: Option<super::url::OutOfBand>,
+}
+
+/// What a replay check saw ([`Cx::with_dry_run`]).
+#[derive(Debug, Default)]
+pub(crate) struct DryRun {
+    /// The first effect the new code would run now (not run).
+    pub(crate) effect: Option<String>,
+    /// Questions whose recorded answer no longer fits: asked again.
+    pub(crate) asked_again: Vec<String>,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -297,6 +315,70 @@ impl Cx {
     /// again, and only the receiver, seeing the same key, can tell.
     pub fn idempotency_key(&self, key: &str) -> String {
         format!("{}:{key}", self.inner.borrow().call_id)
+    }
+
+    /// Says which code runs this round (`version`) and which changes it has
+    /// (`patches`): a new call records both, a paused one records a
+    /// version that differs from the last it ran on.
+    pub fn with_code(self, version: String, patches: &[String]) -> Self {
+        {
+            let mut st = self.inner.borrow_mut();
+            if st.journal.is_fresh() {
+                st.fresh = true;
+                st.journal.patches.extend(patches.iter().cloned());
+            }
+            st.paused_on = st.journal.code.last().cloned();
+            if st.journal.code.last() != Some(&version) {
+                st.journal.code.push(version.clone());
+            }
+            st.code = version;
+        }
+        self
+    }
+
+    /// Whether this call began on code that has the change `id` (as
+    /// Temporal's `patched()`): true for a call that started on code that
+    /// asks this in its first round or declares it ([`Tool::patch`](crate::Tool::patch)),
+    /// false for one that began on older code. Branch on it to keep old
+    /// calls on the old path across a deploy:
+    ///
+    /// ```
+    /// # use durable_mcp::{Cx, ToolError};
+    /// # async fn body(cx: &mut Cx) -> Result<String, ToolError> {
+    /// let region = if cx.patched("ask-region") {
+    ///     cx.elicit_with("region", durable_mcp::form("Which region?", serde_json::json!({
+    ///         "type": "object", "properties": {"region": {"type": "string"}}})))
+    ///         .await?
+    ///         .field::<String>("region")
+    ///         .unwrap_or_default()
+    /// } else {
+    ///     "eu".to_string() // calls paused before the change keep the old default
+    /// };
+    /// # Ok(region) }
+    /// ```
+    pub fn patched(&self, id: &str) -> bool {
+        let mut st = self.inner.borrow_mut();
+        if st.fresh || st.journal.is_fresh() {
+            st.fresh = true;
+            st.journal.patches.insert(id.to_string());
+            return true;
+        }
+        st.journal.patches.contains(id)
+    }
+
+    /// The code version that ran the round before this one, and this
+    /// round's (for a divergence report).
+    pub(crate) fn code_versions(&self) -> (Option<String>, String) {
+        let st = self.inner.borrow();
+        (st.paused_on.clone(), st.code.clone())
+    }
+
+    /// Makes this run a replay check: `cx.once` runs no effect (the run
+    /// stops where a new one would run) and `observer` hears what the
+    /// replay met.
+    pub(crate) fn with_dry_run(self, observer: Rc<RefCell<DryRun>>) -> Self {
+        self.inner.borrow_mut().dry_run = Some(observer);
+        self
     }
 
     /// Gives the tool the server's shared state (see [`Cx::state`]).
@@ -618,6 +700,9 @@ impl Cx {
                 // changed the code: a field it now requires, another type)
                 // and the answer no longer fits it: ask the new question.
                 st.journal.answers.remove(key);
+                if let Some(dry) = &st.dry_run {
+                    dry.borrow_mut().asked_again.push(key.to_string());
+                }
             }
             // Else a question worded or shaped otherwise (a new message, an
             // optional field, a timer's duration, a sampling request's
@@ -692,6 +777,11 @@ impl Cx {
             });
         }
         self.runs_no_renamed_effect(key)?;
+        if let Some(dry) = &self.inner.borrow().dry_run {
+            // A replay check runs no effect: it stops where one would run.
+            dry.borrow_mut().effect = Some(key.to_string());
+            return Err(ToolError::Suspend(Suspended(())));
+        }
         if !once_safe {
             return Err(ToolError::Protocol(McpError::internal(format!(
                 "cx.once({key:?}) needs a durable tool: a stateless call's requestState can be \

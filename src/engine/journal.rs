@@ -160,11 +160,33 @@ pub struct Journal {
     /// when it ran (what its output may depend on; see `Cx::once`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub once_inputs: BTreeMap<String, Vec<String>>,
+    /// The changes (`cx.patched`) the code that started the call had.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub patches: BTreeSet<String>,
+    /// The code versions that ran the call, oldest first: the one that
+    /// started it, then each one that ran a later round when it differed
+    /// from the one before (`tool=<Tool::version>;worker=<version id>`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub code: Vec<String>,
     /// Keys of pending URL elicitations whose link a browser has already
     /// exchanged for a page pass (a link opens once on a server with
     /// sign-in).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub opened: BTreeSet<String>,
+    /// The tool and arguments, where the server keeps a durable call's
+    /// journal (a session's call and a task keep them beside it; a token
+    /// never carries them here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invocation: Option<Invocation>,
+}
+
+/// What a kept call runs: its tool and arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Invocation {
+    /// The tool's name.
+    pub tool: String,
+    /// The call's arguments.
+    pub arguments: Value,
 }
 
 impl Journal {
@@ -196,6 +218,8 @@ impl Journal {
     /// every question again in full; a journal the server keeps (a task's,
     /// a durable call's, a session's) stays whole, since it is shown again.
     pub fn compacted(mut self) -> Self {
+        // The request carries the tool and arguments already.
+        self.invocation = None;
         for request in self.pending.values_mut() {
             // A URL elicitation keeps its (small) params: its id is what
             // tells the user's consent from the page's completion.
@@ -259,6 +283,14 @@ impl Journal {
             }
         }
         taken
+    }
+
+    /// Whether nothing of the call is recorded yet: its first run.
+    pub fn is_fresh(&self) -> bool {
+        self.code.is_empty()
+            && self.answers.is_empty()
+            && self.pending.is_empty()
+            && self.once.is_empty()
     }
 
     /// The URL elicitation pending under `key` with this id, if any.

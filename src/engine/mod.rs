@@ -20,14 +20,15 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+pub(crate) use cx::DryRun;
 pub use cx::{
     ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode,
     PAGE_DETAILS_META,
 };
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
-    answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Journal, CHECKPOINT,
-    DETACH, JOURNAL_VERSION, TIMER,
+    answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Invocation, Journal,
+    CHECKPOINT, DETACH, JOURNAL_VERSION, TIMER,
 };
 pub use url::{OutOfBand, UrlCompletion, UrlElicitation};
 
@@ -134,6 +135,7 @@ pub struct Run<T> {
 pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, args: A) -> Run<T> {
     let mut cx = cx;
     let result = handler.call(&mut cx, args).await;
+    let (paused_on, met_on) = cx.code_versions();
     let done = cx.finish();
     // A pause cannot be swallowed: a request the body registered and has no
     // answer for means the call waits for that answer, even if the body
@@ -170,7 +172,14 @@ pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, ar
                 .with_data(serde_json::json!({ "requiredCapabilities": caps })),
         ),
         Err(ToolError::Nondeterminism(m)) => Outcome::Error(McpError::internal(m)),
-        Err(ToolError::Diverged { key, why }) => Outcome::Error(diverged(&key, &why)),
+        Err(ToolError::Diverged { key, why }) => {
+            let mut e = diverged(&key, &why);
+            if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
+                data.insert("pausedOn".into(), serde_json::json!(paused_on));
+                data.insert("metOn".into(), serde_json::json!(met_on));
+            }
+            Outcome::Error(e)
+        }
         Err(ToolError::Client(e)) => {
             Outcome::ToolFailed(format!("the client reported an error: {e}"))
         }

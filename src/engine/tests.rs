@@ -532,3 +532,65 @@ fn a_submitted_form_that_does_not_fit_the_type_is_refused_and_stays_open() {
         r.outcome
     );
 }
+
+#[test]
+fn patched_is_true_for_calls_that_began_on_code_with_the_change() {
+    // The new code: branches on the change, asks in two rounds.
+    let h = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+        let first = cx.patched("new-path");
+        cx.elicit_with("a", form("a?", json!({}))).await?;
+        let later = cx.patched("new-path");
+        Ok(format!("{first} {later}"))
+    });
+    // A call that starts on it: true in every round.
+    let j = round(&*h, Journal::new(), |_| elicit_answer("x")).expect("paused");
+    assert!(j.patches.contains("new-path"));
+    let done = block_on(run(&*h, Cx::new(j, ClientCaps::all()), Value::Null));
+    assert_eq!(done.outcome, Outcome::Complete("true true".to_string()));
+    // A call paused on the old code (no change recorded) meets it: false.
+    let old = boxed(async |cx: &mut Cx, _: Value| -> Result<String, ToolError> {
+        cx.elicit_with("a", form("a?", json!({}))).await?;
+        Ok(String::new())
+    });
+    let j = round(&*old, Journal::new(), |_| elicit_answer("x")).expect("paused");
+    assert!(j.patches.is_empty());
+    let done = block_on(run(&*h, Cx::new(j, ClientCaps::all()), Value::Null));
+    assert_eq!(done.outcome, Outcome::Complete("false false".to_string()));
+}
+
+#[test]
+fn each_call_records_the_code_that_ran_it_and_a_divergence_names_both() {
+    let flip = Rc::new(Cell::new(false));
+    let f = flip.clone();
+    let h = boxed(
+        async move |cx: &mut Cx, _: Value| -> Result<u32, ToolError> {
+            let key = if f.get() { "b" } else { "a" };
+            let t = cx.once(key, || async { Ok::<u32, ToolError>(1) }).await?;
+            cx.elicit_with("later", form("ok?", json!({}))).await?;
+            Ok(t)
+        },
+    );
+    let cx = Cx::new(Journal::new(), ClientCaps::all()).with_code("tool=1".into(), &["p".into()]);
+    let first = block_on(run(&*h, cx, Value::Null));
+    let Outcome::InputRequired {
+        mut journal,
+        requests,
+    } = first.outcome
+    else {
+        panic!("paused")
+    };
+    journal.accept_answers(requests.keys().map(|k| (k.clone(), elicit_answer("y"))));
+    assert_eq!(journal.code, vec!["tool=1".to_string()]);
+    assert!(
+        journal.patches.contains("p"),
+        "declared changes recorded at the start"
+    );
+    flip.set(true);
+    let cx = Cx::new(journal, ClientCaps::all()).with_code("tool=2".into(), &[]);
+    let Outcome::Error(e) = block_on(run(&*h, cx, Value::Null)).outcome else {
+        panic!("expected a code-change error")
+    };
+    let data = e.data.expect("data");
+    assert_eq!(data["pausedOn"], "tool=1");
+    assert_eq!(data["metOn"], "tool=2");
+}

@@ -16,7 +16,8 @@ use serde_json::{json, Map, Value};
 use super::{Ctx, Server};
 use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{
-    self, digest_json, ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode, ToolError,
+    self, digest_json, ClientCaps, Cx, InputRequest, Invocation, Journal, Outcome, Run, TaskMode,
+    ToolError,
 };
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::object;
@@ -128,6 +129,9 @@ pub(crate) struct RoundInput<'a> {
 /// How a round ended.
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+// The journal rides in one variant by value: boxing it would cost an
+// allocation per paused round to save a few bytes of a short-lived value.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum RoundOutcome {
     /// The result object (without `resultType`).
     Complete(Value),
@@ -361,6 +365,12 @@ pub(crate) async fn run_round(
                 journal: (input.task_mode == TaskMode::Allowed).then(|| journal.clone()),
             };
             if let Some(d) = durable {
+                // What the call runs, kept with it (not in the token): what a
+                // replay check against new code, and an operator, read.
+                journal.invocation.get_or_insert_with(|| Invocation {
+                    tool: target_name.clone(),
+                    arguments: input.args.clone(),
+                });
                 let round = Round {
                     outcome,
                     notifications,
@@ -447,6 +457,7 @@ fn stored_reply(round: u32, answers: &str, reply: &Round) -> Result<StoredReply,
 }
 
 /// What a durable retry may do.
+#[allow(clippy::large_enum_variant)] // short-lived; see RoundOutcome
 enum Claimed {
     /// Run the round from this journal; write the claim (if any) before the
     /// round first waits.
@@ -546,6 +557,17 @@ fn finish(
 
 /// Runs the target's body once with `cx`, which gets the registry's shared
 /// state.
+/// The code version a round of `tool` runs on: the tool's declared
+/// version and the Worker's version id, where known.
+fn code_version(server: &Server, tool: &Tool) -> String {
+    let mut v = format!("tool={}", tool.version.as_deref().unwrap_or("-"));
+    if !server.config.worker_version.is_empty() {
+        v.push_str(";worker=");
+        v.push_str(&server.config.worker_version);
+    }
+    v
+}
+
 /// A code-change error names the tool its call belongs to.
 fn named_tool(mut e: McpError, tool: &str) -> McpError {
     if e.kind == ErrorKind::CodeChanged {
@@ -567,7 +589,9 @@ pub(crate) async fn run_target(
         Target::Tool(t) => {
             // The scopes a call of this tool needs, checked before its body
             // runs (OAuth callers only; see `Cx::require_scopes`).
-            let cx = cx.with_base_scopes(server.tool_scopes(t));
+            let cx = cx
+                .with_base_scopes(server.tool_scopes(t))
+                .with_code(code_version(server, t), &t.patches);
             if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
                 return Run {
                     outcome: Outcome::Error(e),

@@ -62,6 +62,12 @@ pub struct Config {
     /// them at random, and its id names it, so changing this later moves
     /// only new calls. `0`: an object of its own for each call.
     pub call_shards: u32,
+    /// The Worker's version id (`[version_metadata]`, bound as
+    /// `CF_VERSION_METADATA`), recorded with each round; empty when not bound.
+    pub worker_version: String,
+    /// How long a task the code cannot replay waits before its alarm tries
+    /// again (`PARKED_RETRY_SECONDS`, default 60).
+    pub parked_retry_ms: u64,
 }
 
 impl Default for Config {
@@ -89,6 +95,8 @@ impl Default for Config {
             task_poll_ms: 500,
             listen_shards: 1,
             call_shards: 16,
+            worker_version: String::new(),
+            parked_retry_ms: 60 * 1000,
         }
     }
 }
@@ -111,6 +119,8 @@ impl Config {
     /// - `SESSION_TTL_SECONDS`, `SSE_POLLING` (`0` holds streams open),
     ///   `SSE_RETRY_MS`, `RESUME_MAX_WAIT_SECONDS`
     /// - `CLAIM_TIMEOUT_SECONDS`: when a round that never finished may run again
+    /// - `PARKED_RETRY_SECONDS`: how often a task the code cannot replay is
+    ///   tried again (default 60)
     /// - `TASK_TTL_SECONDS`, `TASK_POLL_MS`: a task's `ttlMs` and `pollIntervalMs`
     /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
     /// - `CALL_SHARDS`: how many objects hold the durable calls (default 16;
@@ -175,6 +185,9 @@ impl Config {
         }
         if let Some(n) = num("RESUME_MAX_WAIT_SECONDS")? {
             c.resume_max_wait_ms = n.saturating_mul(1000);
+        }
+        if let Some(n) = num("PARKED_RETRY_SECONDS")? {
+            c.parked_retry_ms = n.max(1).saturating_mul(1000);
         }
         if let Some(n) = num("CLAIM_TIMEOUT_SECONDS")? {
             c.claim_timeout_ms = n.saturating_mul(1000);

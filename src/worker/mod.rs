@@ -84,7 +84,11 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
         worker::console_error!("durable-mcp: the server is misconfigured: {why}");
         McpError::internal("Internal error: the server is misconfigured (its log says why)")
     };
-    let config = Config::from_lookup(|name| bindings.var(name)).map_err(misconfigured)?;
+    let mut config = Config::from_lookup(|name| bindings.var(name)).map_err(misconfigured)?;
+    // Recorded with each round of a paused call (`[version_metadata]`).
+    if let Ok(meta) = env.get_binding::<worker::WorkerVersionMetadata>("CF_VERSION_METADATA") {
+        config.worker_version = meta.id();
+    }
     let registry =
         build(&bindings).map_err(|e| misconfigured(format!("the entry function failed: {e}")))?;
     let server = Server::new(config, registry);

@@ -25,8 +25,8 @@ mod start;
 
 pub(crate) use methods::{handle as handle_method, is_task_method};
 pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
+pub use slice::alarm;
 pub(crate) use slice::complete_url;
-pub use slice::{alarm, PARKED_RETRY_MS};
 pub(crate) use start::call;
 
 use serde_json::{json, Map, Value};

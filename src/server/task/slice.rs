@@ -55,7 +55,8 @@ pub async fn alarm(
         // Not served by this deploy: kept for a rollback (see `settle`).
         let gone = fail(crate::engine::tool_gone(&task.tool));
         settle(&mut task, gone, now_ms);
-        return parked(store(server, host, task, now_ms), now_ms, expires);
+        let retry = server.config.parked_retry_ms;
+        return parked(store(server, host, task, now_ms), now_ms, retry, expires);
     };
     let version = task.version;
     let home = crate::elicitation::Home::Task(task.task_id.clone());
@@ -81,23 +82,21 @@ pub async fn alarm(
     settle(&mut task, run, now_ms);
     let effects = store(server, host, task, now_ms);
     if stuck {
-        return parked(effects, now_ms, expires);
+        return parked(effects, now_ms, server.config.parked_retry_ms, expires);
     }
     effects
 }
 
-/// How long a task the deploy cannot replay waits before its alarm tries
-/// again (a rollback or a fix may have come).
-pub const PARKED_RETRY_MS: u64 = 60_000;
-
-/// A parked task's effects: its alarm tries again in [`PARKED_RETRY_MS`]
-/// (not at once: nothing changes until another deploy), until it expires.
+/// A parked task's effects: its alarm tries again in `retry_ms`
+/// (`PARKED_RETRY_SECONDS`; not at once: nothing changes until another
+/// deploy), until it expires.
 fn parked(
     effects: Result<Vec<Effect>, McpError>,
     now_ms: u64,
+    retry_ms: u64,
     expires: u64,
 ) -> Result<Vec<Effect>, McpError> {
-    let retry = now_ms.saturating_add(PARKED_RETRY_MS).min(expires);
+    let retry = now_ms.saturating_add(retry_ms).min(expires);
     effects.map(|effects| {
         effects
             .into_iter()

@@ -1,0 +1,187 @@
+//! Checking a deploy before making it: the journals of paused calls,
+//! replayed against the new code with no effect run, each with a verdict —
+//! it continues, it asks a question again, or it diverges (and would be
+//! kept for a rollback, `-32050`).
+//!
+//! The calls come from wherever the server keeps them: a test's
+//! [`TestServer::paused_calls`](crate::testing::TestServer::paused_calls),
+//! or a file of them written as JSON (what [`PausedCall`] serializes to).
+//! Stateless calls keep nothing on the server (their journal travels in
+//! the client's `requestState`) and are not among them.
+//!
+//! ```
+//! use durable_mcp::replay::{check, Verdict};
+//! use durable_mcp::testing::TestServer;
+//! use durable_mcp::{form, text, CallToolResult, Cx, Registry, Tool, ToolError};
+//! use serde_json::{json, Value};
+//!
+//! fn registry(message: &'static str, ticket: &'static str) -> Registry {
+//!     let mut r = Registry::new();
+//!     let deploy = async move |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+//!         cx.once(ticket, || async { Ok::<_, ToolError>("T-1".to_string()) }).await?;
+//!         cx.elicit_with("target", form(message, json!({"type": "object"}))).await?;
+//!         Ok(text("deployed"))
+//!     };
+//!     r.tool(Tool::new("deploy", deploy).durable());
+//!     r
+//! }
+//!
+//! let mut s = TestServer::new(registry("Where to?", "ticket"));
+//! let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+//!     "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+//! s.call("tools/call", json!({"name": "deploy", "arguments": {}, "_meta": meta}));
+//! let paused = s.paused_calls();
+//!
+//! // A reworded question continues; a renamed effect would run twice.
+//! s.server.registry = registry("Which environment?", "ticket");
+//! assert!(matches!(check(&s.server, &paused)[0].verdict, Verdict::Continues { .. }));
+//! s.server.registry = registry("Where to?", "ticket-2");
+//! assert!(matches!(check(&s.server, &paused)[0].verdict, Verdict::Diverges { .. }));
+//! ```
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::{ClientCaps, Cx, DryRun, Journal, Outcome};
+use crate::error::ErrorKind;
+use crate::server::{run_target, Server, Target};
+
+/// A paused call as the server keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PausedCall {
+    /// Where it is kept: `durable:<call id>`, `session:<session id>/<call
+    /// id>`, `task:<task id>`.
+    pub id: String,
+    /// The tool it runs.
+    pub tool: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Its journal.
+    pub journal: Journal,
+}
+
+/// What the new code does with a paused call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "verdict", rename_all = "snake_case")]
+pub enum Verdict {
+    /// It goes on: `next` says how far the replay got (it completes, it
+    /// asks something, it would run an effect next).
+    Continues {
+        /// What the new code does next.
+        next: String,
+    },
+    /// Recorded answers that no longer fit the changed questions: the
+    /// user is asked these again.
+    AsksAgain {
+        /// The questions' keys.
+        keys: Vec<String>,
+    },
+    /// The new code cannot replay it: the call would be kept as it is
+    /// (`-32050`) until a rollback or a fix.
+    Diverges {
+        /// The effect or question where it diverges.
+        key: String,
+        /// Why.
+        why: String,
+    },
+    /// The replay ended in an error that is not a code change.
+    Fails {
+        /// The error's message.
+        message: String,
+    },
+}
+
+/// One paused call's verdict.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The call ([`PausedCall::id`]).
+    pub id: String,
+    /// Its tool.
+    pub tool: String,
+    /// What the new code does with it.
+    #[serde(flatten)]
+    pub verdict: Verdict,
+}
+
+/// Replays each of `calls` against `server`'s tools, running no effect.
+pub fn check(server: &Server, calls: &[PausedCall]) -> Vec<Report> {
+    calls
+        .iter()
+        .map(|call| Report {
+            id: call.id.clone(),
+            tool: call.tool.clone(),
+            verdict: verdict(server, call),
+        })
+        .collect()
+}
+
+/// How many times a replay's future is polled before the check gives up
+/// on it: a body that awaits something outside `cx.once` (a fetch) never
+/// completes here.
+const MAX_POLLS: usize = 10_000;
+
+fn verdict(server: &Server, call: &PausedCall) -> Verdict {
+    let Some(tool) = server.registry.find_tool(&call.tool) else {
+        return Verdict::Diverges {
+            key: String::new(),
+            why: format!("the tool {:?} is not served by the new code", call.tool),
+        };
+    };
+    let observer = Rc::new(RefCell::new(DryRun::default()));
+    let cx = Cx::new(call.journal.clone(), ClientCaps::all())
+        .with_call(call.id.clone(), true)
+        .with_dry_run(observer.clone());
+    let target = Target::Tool(tool);
+    let run = run_target(server, &target, cx, call.arguments.clone());
+    let mut run = std::pin::pin!(run);
+    let mut context = Context::from_waker(Waker::noop());
+    let mut done = None;
+    for _ in 0..MAX_POLLS {
+        if let Poll::Ready(r) = run.as_mut().poll(&mut context) {
+            done = Some(r);
+            break;
+        }
+    }
+    let Some(run) = done else {
+        return Verdict::Fails {
+            message: "the body awaited something outside cx.once that a check cannot run".into(),
+        };
+    };
+    let seen = observer.borrow();
+    match run.outcome {
+        Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
+            let data = e.data.unwrap_or(Value::Null);
+            Verdict::Diverges {
+                key: data["key"].as_str().unwrap_or_default().to_string(),
+                why: data["why"].as_str().unwrap_or(&e.message).to_string(),
+            }
+        }
+        _ if !seen.asked_again.is_empty() => Verdict::AsksAgain {
+            keys: seen.asked_again.clone(),
+        },
+        _ if seen.effect.is_some() => Verdict::Continues {
+            next: format!(
+                "runs the effect {:?}",
+                seen.effect.as_deref().unwrap_or_default()
+            ),
+        },
+        Outcome::InputRequired { requests, .. } => Verdict::Continues {
+            next: format!(
+                "asks {:?}",
+                requests.keys().cloned().collect::<Vec<String>>()
+            ),
+        },
+        Outcome::Complete(_) => Verdict::Continues {
+            next: "completes".into(),
+        },
+        Outcome::ToolFailed(m) => Verdict::Continues {
+            next: format!("ends with the tool's error: {m}"),
+        },
+        Outcome::Error(e) => Verdict::Fails { message: e.message },
+    }
+}
