@@ -47,9 +47,10 @@ use std::task::{Context, Poll, Waker};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::{ClientCaps, Cx, DryRun, Journal, Outcome};
+use crate::auth::Caller;
+use crate::engine::{ClientCaps, DryRun, Journal, Outcome};
 use crate::error::ErrorKind;
-use crate::server::{run_target, Server, Target};
+use crate::server::{round, run_target, Server, Site, Target};
 
 /// A paused call as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -133,9 +134,13 @@ fn verdict(server: &Server, call: &PausedCall) -> Verdict {
         };
     };
     let observer = Rc::new(RefCell::new(DryRun::default()));
-    let cx = Cx::new(call.journal.clone(), ClientCaps::all())
-        .with_call(call.id.clone(), true)
-        .with_dry_run(observer.clone());
+    let site = Site::new(
+        call.id.clone(),
+        ClientCaps::all(),
+        Caller::default(),
+        String::new(),
+    );
+    let cx = round::cx(server, call.journal.clone(), site).with_dry_run(observer.clone());
     let target = Target::Tool(tool);
     let run = run_target(server, &target, cx, call.arguments.clone());
     let mut run = std::pin::pin!(run);

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::journal::{
-    answer_fits, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
+    answer_fits, digest_json, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
 };
 use super::{Suspended, ToolError};
 
@@ -223,10 +223,11 @@ struct State {
     task_mode: TaskMode,
     /// The last `cx.status` message of this run.
     status: Option<String>,
-    /// The keys of the answers this run read so far, in order (what a
-    /// `once` that runs now may depend on). Internal requests (timers,
-    /// checkpoints) carry nothing and are left out.
-    read: Vec<String>,
+    /// The answers this run read so far, in order: key and a digest of
+    /// the value (what a `once` or a question made now may depend on).
+    /// Internal requests (timers, checkpoints) carry nothing and are left
+    /// out.
+    read: Vec<(String, String)>,
     /// The recorded `once` effects this run has replayed.
     replayed: std::collections::BTreeSet<String>,
     /// The code version running this round (see `Journal::code`).
@@ -683,23 +684,30 @@ impl Cx {
 
     /// Asks the client anything by method name: the answer is returned raw.
     pub fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
-        let request = InputRequest::new(method, params);
+        let mut request = InputRequest::new(method, params);
         let mut st = self.inner.borrow_mut();
+        let inputs = digest_json(&json!(st.read));
         if let Some(answer) = st.journal.answers.get(key) {
             let fits = match &answer.outcome {
                 Ok(v) => answer_fits(&request, v),
                 Err(_) => Ok(()),
             };
+            // Asked otherwise because an answer it was made from changed
+            // (asked again and answered differently): a new question.
+            let inputs_changed = answer.inputs.as_ref().is_some_and(|i| *i != inputs);
             if answer.asked == request.digest() {
                 // Checked again in full: a sealed token's journal could not
                 // hold the answer to the form's schema when it was taken. A
                 // protocol error leaves the round unrun and the question open.
                 fits.map_err(|why| ToolError::Protocol(unfit(key, method, &why)))?;
-            } else if fits.is_err() {
+            } else if fits.is_err() || inputs_changed {
                 // The question changed since it was answered (a deploy
                 // changed the code: a field it now requires, another type)
                 // and the answer no longer fits it: ask the new question.
                 st.journal.answers.remove(key);
+                // A client's copy of that old answer (saga completed
+                // steps) answers the old question too.
+                st.offered.remove(key);
                 if let Some(dry) = &st.dry_run {
                     dry.borrow_mut().asked_again.push(key.to_string());
                 }
@@ -710,7 +718,9 @@ impl Cx {
             if let Some(answer) = st.journal.answers.get(key) {
                 let outcome = answer.outcome.clone();
                 if !request.is_internal() {
-                    st.read.push(key.to_string());
+                    let value = outcome.as_ref().unwrap_or_else(|e| e);
+                    let read = (key.to_string(), digest_json(value));
+                    st.read.push(read);
                 }
                 return outcome.map_err(ToolError::Client);
             }
@@ -727,7 +737,7 @@ impl Cx {
         if let Some(v) = st.offered.remove(key) {
             if answer_fits(&request, &v).is_ok() {
                 if !request.is_internal() {
-                    st.read.push(key.to_string());
+                    st.read.push((key.to_string(), digest_json(&v)));
                 }
                 let asked = request.digest();
                 st.journal.answers.insert(
@@ -735,6 +745,7 @@ impl Cx {
                     Answer {
                         asked,
                         outcome: Ok(v.clone()),
+                        inputs: Some(inputs),
                     },
                 );
                 return Ok(v);
@@ -746,6 +757,9 @@ impl Cx {
                     "input request key {key:?} was used twice in one round for different requests"
                 )));
             }
+        }
+        if !request.is_internal() {
+            request.inputs = Some(inputs);
         }
         st.asked.insert(key.to_string(), request);
         Err(ToolError::Suspend(Suspended(())))
@@ -793,7 +807,7 @@ impl Cx {
         let out = effect().await?;
         let v = serde_json::to_value(&out).map_err(|e| ToolError::Failed(e.to_string()))?;
         let mut st = self.inner.borrow_mut();
-        let inputs = st.read.clone();
+        let inputs = st.read.iter().cloned().collect();
         st.journal.once_inputs.insert(key.to_string(), inputs);
         st.journal.once.insert(key.to_string(), v);
         st.replayed.insert(key.to_string());
@@ -814,8 +828,28 @@ impl Cx {
             // Recorded before effects kept their inputs: nothing to check.
             return Ok(());
         };
-        let gone: Vec<&String> = inputs.iter().filter(|k| !st.read.contains(k)).collect();
-        let new: Vec<&String> = st.read.iter().filter(|k| !inputs.contains(k)).collect();
+        let read: BTreeMap<&String, &String> = st.read.iter().map(|(k, v)| (k, v)).collect();
+        let gone: Vec<&String> = inputs.keys().filter(|k| !read.contains_key(k)).collect();
+        let new: Vec<&String> = read
+            .keys()
+            .copied()
+            .filter(|k| !inputs.contains_key(*k))
+            .collect();
+        let changed: Vec<&String> = inputs
+            .iter()
+            .filter(|(k, v)| read.get(k).is_some_and(|now| now != v))
+            .map(|(k, _)| k)
+            .collect();
+        if !changed.is_empty() {
+            return Err(ToolError::Diverged {
+                key: key.to_string(),
+                why: format!(
+                    "the effect {key:?} ran for other answers to {changed:?} than the call has \
+                     now (asked again after the code changed): its recorded output would mix \
+                     the old answers with the new"
+                ),
+            });
+        }
         if gone.is_empty() || new.is_empty() {
             return Ok(());
         }

@@ -30,6 +30,10 @@ pub struct InputRequest {
     /// schema) would be sealed, sent, returned and opened on every round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub digest: Option<String>,
+    /// A digest of the answers the body had read when it asked this (see
+    /// [`Answer::inputs`]); not part of what was asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
 }
 
 /// The method of a checkpoint: a pause that asks the client nothing.
@@ -49,6 +53,7 @@ impl InputRequest {
             method: method.into(),
             params,
             digest: None,
+            inputs: None,
         }
     }
 
@@ -138,6 +143,12 @@ pub struct Answer {
     /// `Ok(result)` from the client, or `Err(error)` when the client reported a
     /// failure for that step (saga `completedSteps[].error`).
     pub outcome: Result<Value, Value>,
+    /// A digest of the answers the body had read when it asked (keys and
+    /// values): a question asked otherwise because one of those changed
+    /// (asked again after a deploy, answered differently) is a new
+    /// question, not a reworded one, and its old answer is not kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
 }
 
 /// The state of one call between rounds.
@@ -156,10 +167,11 @@ pub struct Journal {
     /// Memoized outputs of `cx.once` side effects, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub once: BTreeMap<String, Value>,
-    /// For each `once` effect, the keys of the answers the run had read
-    /// when it ran (what its output may depend on; see `Cx::once`).
+    /// For each `once` effect, the answers the run had read when it ran
+    /// (key and a digest of the value: what its output may depend on; see
+    /// `Cx::once`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub once_inputs: BTreeMap<String, Vec<String>>,
+    pub once_inputs: BTreeMap<String, BTreeMap<String, String>>,
     /// The changes (`cx.patched`) the code that started the call had.
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub patches: BTreeSet<String>,
@@ -276,8 +288,16 @@ impl Journal {
                         .map_or(true, |v| answer_fits(req, v).is_ok())
                 {
                     let asked = req.digest();
+                    let inputs = req.inputs.clone();
                     self.pending.remove(&key);
-                    self.answers.insert(key, Answer { asked, outcome });
+                    self.answers.insert(
+                        key,
+                        Answer {
+                            asked,
+                            outcome,
+                            inputs,
+                        },
+                    );
                     taken += 1;
                 }
             }
@@ -331,6 +351,7 @@ impl Journal {
         }
         answer_fits(req, &answer).map_err(|_| "the page's values are not form values")?;
         let asked = req.digest();
+        let inputs = req.inputs.clone();
         self.pending.remove(key);
         self.opened.remove(key);
         self.answers.insert(
@@ -338,6 +359,7 @@ impl Journal {
             Answer {
                 asked,
                 outcome: Ok(answer),
+                inputs,
             },
         );
         Ok(())

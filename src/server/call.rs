@@ -13,45 +13,17 @@ use std::task::Poll;
 
 use serde_json::{json, Map, Value};
 
+use super::round::{self, Kept, Site, Step};
+use super::target::Target;
 use super::{Ctx, Server};
-use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
-use crate::engine::{
-    self, digest_json, ClientCaps, Cx, InputRequest, Invocation, Journal, Outcome, Run, TaskMode,
-    ToolError,
-};
+use crate::engine::{digest_json, ClientCaps, InputRequest, Invocation, Journal, Run, TaskMode};
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::object;
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
 
 /// Journals larger than this stay out of the token in durable mode (the DO
 /// holds the master copy); below it the token can rebuild a lost DO.
 pub const TOKEN_JOURNAL_CAP: usize = 8 * 1024;
-
-/// What a call runs.
-pub(crate) enum Target<'a> {
-    Tool(&'a Tool),
-    Prompt(&'a Prompt),
-    Resource(&'a Resource),
-    Template(&'a ResourceTemplate),
-}
-
-impl Target<'_> {
-    /// The name state is bound to: tool/prompt name or resource URI.
-    fn name(&self, args: &Value) -> String {
-        match self {
-            Target::Tool(t) => t.name.clone(),
-            Target::Prompt(p) => p.name.clone(),
-            Target::Resource(_) | Target::Template(_) => {
-                args["uri"].as_str().unwrap_or_default().to_string()
-            }
-        }
-    }
-
-    fn durable(&self) -> bool {
-        matches!(self, Target::Tool(t) if t.durable)
-    }
-}
 
 /// The client's answers by key: `Ok(result)` or `Err(error)` for a failure
 /// on the client's side.
@@ -163,77 +135,20 @@ fn refused(what: &str) -> McpError {
     )
 }
 
-/// Runs one round.
+/// Runs one round: the state checked, the journal loaded (and claimed in
+/// durable mode), the answers taken, the body run ([`round::run`]), and
+/// what the step says kept ([`Call::keep`]).
 pub(crate) async fn run_round(
     server: &Server,
     input: RoundInput<'_>,
     ctx: &Ctx<'_>,
 ) -> Result<Round, McpError> {
-    let target_name = input.target.name(&input.args);
-    // Hashing the arguments is needed only to check state or seal new
-    // state: a call that completes at once never pays for it.
-    let args_digest = std::cell::OnceCell::new();
-    let args_digest = || args_digest.get_or_init(|| digest_json(&input.args)).clone();
-    let claims = match input.state {
-        Some(s) => {
-            let digest = args_digest();
-            let binding = Binding {
-                method: input.method,
-                target: &target_name,
-                args: &digest,
-                sub: &ctx.principal.0,
-            };
-            Some(token::open(
-                &server.config.keys,
-                s,
-                ctx.env.now_ms,
-                binding,
-            )?)
-        }
-        None => None,
+    let call = Call::open(server, &input, ctx)?;
+    let (mut journal, claim_row) = match call.load(server, ctx)? {
+        Claimed::Run(journal, row) => (journal, row),
+        // The reply to this exact retry was lost: the same reply again.
+        Claimed::Replay(round) => return Ok(round),
     };
-    let durable = match (input.target.durable(), ctx.durable, &claims) {
-        (false, _, _) => None,
-        (true, Some(d), _) => Some(d),
-        // State minted before the tool became durable (a deploy in between).
-        (true, None, Some(_)) => return Err(refused("issued before this tool became durable")),
-        (true, None, None) => {
-            return Err(McpError::internal(
-                "a durable tool was called outside its Durable Object (routing bug)",
-            ))
-        }
-    };
-
-    // What the client answered, to know an exact retry of a round again.
-    let answers_digest = match durable {
-        Some(_) => digest_answers(&input.answers),
-        None => String::new(),
-    };
-    // The journal to replay, the call id, and (durable mode) the claim to
-    // write if the round has to wait.
-    let (mut journal, sid, claim_row) = match (&claims, durable) {
-        (None, None) => (Journal::new(), super::new_call_id(ctx.env), None),
-        (Some(c), None) => (
-            c.journal.clone().ok_or_else(|| refused("malformed"))?,
-            c.sid.clone(),
-            None,
-        ),
-        (c, Some(d)) => {
-            let timeout = server.config.claim_timeout_ms;
-            match claim(d, c.as_ref(), &answers_digest, ctx.env.now_ms, timeout)? {
-                Claimed::Run(journal, row) => (journal, d.call_id.clone(), row),
-                // The reply to this exact retry was lost: the same reply again.
-                Claimed::Replay(round) => return Ok(round),
-            }
-        }
-    };
-
-    // In durable mode, the call as this round leaves it goes to storage —
-    // except for a new call's first round: nothing was claimed, and a retry
-    // of it (it has no state) is a new call, so only a pause is stored.
-    let fresh = claims.is_none();
-    let kept = durable.filter(|_| !fresh);
-
     // One rule on every wire: an answer whose shape does not fit what was
     // asked is refused (-32602), and the question stays open for a
     // corrected answer (nothing was claimed yet: nothing to release).
@@ -242,15 +157,300 @@ pub(crate) async fn run_round(
     // fails (durable mode only: elsewhere nothing is stored): without this
     // round's answers, so that a corrected retry's answers are the ones
     // taken.
-    let round_before = journal.round;
-    let before = kept.map(|d| (d, journal.clone()));
-    // The client came back: checkpoints are passed.
+    let before = call.kept().map(|d| (d, journal.clone()));
+    let offered = take_answers(&mut journal, input.answers.clone());
+    let site = call.site(&input, ctx, offered);
+    let (run, written) = run_claiming(server, &input, journal, site, &call, claim_row).await?;
+    // Only a claim that was written has to be released.
+    let claimed = before.as_ref().filter(|_| written);
+    let step = Step::of(run.outcome, matches!(input.target, Target::Tool(_)));
+    call.keep(
+        server,
+        &input,
+        ctx,
+        step,
+        (run.notifications, run.status),
+        &before,
+        claimed,
+    )
+}
+
+/// A call as one round sees it: its verified state, where it is kept.
+struct Call<'a> {
+    target_name: String,
+    /// The client's state, verified (none for a new call).
+    claims: Option<Claims>,
+    /// The call's object, in durable mode.
+    durable: Option<&'a Durable<'a>>,
+    /// What the client answered, to know an exact retry again (durable).
+    answers_digest: String,
+    /// The arguments' digest, made only when state is checked or sealed.
+    args_digest: std::cell::OnceCell<String>,
+    args: &'a Value,
+}
+
+impl<'a> Call<'a> {
+    /// Checks the state the client sent back against this request, and
+    /// finds where the call is kept.
+    fn open(
+        server: &Server,
+        input: &'a RoundInput<'_>,
+        ctx: &'a Ctx<'_>,
+    ) -> Result<Self, McpError> {
+        let mut call = Call {
+            target_name: input.target.name(&input.args),
+            claims: None,
+            durable: None,
+            answers_digest: String::new(),
+            args_digest: std::cell::OnceCell::new(),
+            args: &input.args,
+        };
+        if let Some(s) = input.state {
+            let digest = call.args_digest();
+            let binding = Binding {
+                method: input.method,
+                target: &call.target_name,
+                args: &digest,
+                sub: &ctx.principal.0,
+            };
+            call.claims = Some(token::open(
+                &server.config.keys,
+                s,
+                ctx.env.now_ms,
+                binding,
+            )?);
+        }
+        call.durable = match (input.target.durable(), ctx.durable, &call.claims) {
+            (false, _, _) => None,
+            (true, Some(d), _) => Some(d),
+            // State minted before the tool became durable (a deploy in between).
+            (true, None, Some(_)) => return Err(refused("issued before this tool became durable")),
+            (true, None, None) => {
+                return Err(McpError::internal(
+                    "a durable tool was called outside its Durable Object (routing bug)",
+                ))
+            }
+        };
+        if call.durable.is_some() {
+            call.answers_digest = digest_answers(&input.answers);
+        }
+        Ok(call)
+    }
+
+    fn args_digest(&self) -> String {
+        self.args_digest
+            .get_or_init(|| digest_json(self.args))
+            .clone()
+    }
+
+    /// In durable mode the call as this round leaves it goes to storage —
+    /// except for a new call's first round: nothing was claimed, and a
+    /// retry of it (it has no state) is a new call, so only a pause is
+    /// stored.
+    fn kept(&self) -> Option<&'a Durable<'a>> {
+        self.durable.filter(|_| self.claims.is_some())
+    }
+
+    /// The call's id: the token's, the object's, or fresh.
+    fn sid(&self, ctx: &Ctx<'_>) -> String {
+        match (&self.claims, self.durable) {
+            (_, Some(d)) => d.call_id.clone(),
+            (Some(c), None) => c.sid.clone(),
+            (None, None) => super::new_call_id(ctx.env),
+        }
+    }
+
+    /// The journal to replay, and (durable mode) the claim to write if the
+    /// round has to wait; or the stored reply of an exact retry.
+    fn load(&self, server: &Server, ctx: &Ctx<'_>) -> Result<Claimed, McpError> {
+        match (&self.claims, self.durable) {
+            (None, None) => Ok(Claimed::Run(Journal::new(), None)),
+            (Some(c), None) => Ok(Claimed::Run(
+                c.journal.clone().ok_or_else(|| refused("malformed"))?,
+                None,
+            )),
+            (c, Some(d)) => claim(
+                d,
+                c.as_ref(),
+                &self.answers_digest,
+                ctx.env.now_ms,
+                server.config.claim_timeout_ms,
+            ),
+        }
+    }
+
+    /// Where this round runs.
+    fn site(&self, input: &RoundInput<'_>, ctx: &Ctx<'_>, offered: Map<String, Value>) -> Site {
+        let sid = self.sid(ctx);
+        // A durable call's object keeps it, and a call that becomes a task
+        // here is kept by the task: a page can answer it there.
+        let home = match (self.durable, ctx.task) {
+            (Some(_), _) => Some(crate::elicitation::Home::Call(sid.clone())),
+            (None, Some(t)) if input.task_mode == TaskMode::Allowed => {
+                Some(crate::elicitation::Home::Task(t.task_id.clone()))
+            }
+            _ => None,
+        };
+        Site {
+            caps: input.caps.clone(),
+            caller: ctx.caller.clone(),
+            resource: ctx.resource.clone(),
+            call_id: sid,
+            once_safe: self.durable.is_some(),
+            progress_token: input.progress_token.clone(),
+            log_level: input.log_level.clone(),
+            task_mode: input.task_mode,
+            offered,
+            kept: home.map(|home| Kept {
+                home,
+                principal: ctx.principal.0.clone(),
+                origin: ctx.origin(),
+            }),
+        }
+    }
+
+    /// Keeps what the round's step says: the result (and, durable, the
+    /// completed call), the pause (a sealed token; durable, the stored
+    /// call), or, on a failure or a parked call, the claim released.
+    #[allow(clippy::too_many_arguments)]
+    fn keep(
+        &self,
+        server: &Server,
+        input: &RoundInput<'_>,
+        ctx: &Ctx<'_>,
+        step: Step,
+        (notifications, status): (Vec<Value>, Option<String>),
+        before: &Option<(&Durable<'_>, Journal)>,
+        claimed: Option<&(&Durable<'_>, Journal)>,
+    ) -> Result<Round, McpError> {
+        let now = ctx.env.now_ms;
+        let outcome = match step {
+            Step::Done(v) => RoundOutcome::Complete(v),
+            Step::Refused(m) => {
+                if let Some((d, before)) = before {
+                    finish(d, before, CallStatus::Completed, now, None)?;
+                }
+                return Err(McpError::invalid_params(m));
+            }
+            Step::Paused { requests, journal } => {
+                return self.pause(server, input, ctx, requests, journal, notifications, status)
+            }
+            // Release the claim so a corrected retry (or, parked, the same
+            // retry after a rollback) can run the round.
+            Step::Failed(e) | Step::Parked(e) => {
+                if let Some((d, before)) = claimed {
+                    finish(d, before, CallStatus::AwaitingInput, now, None)?;
+                }
+                return Err(e);
+            }
+        };
+        let round = Round {
+            outcome,
+            notifications,
+            status,
+        };
+        if let Some((d, before)) = before {
+            let reply = stored_reply(before.round, &self.answers_digest, &round)?;
+            finish(d, before, CallStatus::Completed, now, Some(reply))?;
+        }
+        Ok(round)
+    }
+
+    /// A paused round: its state sealed for the client, and in durable
+    /// mode the call stored with the reply to this round.
+    #[allow(clippy::too_many_arguments)]
+    fn pause(
+        &self,
+        server: &Server,
+        input: &RoundInput<'_>,
+        ctx: &Ctx<'_>,
+        requests: BTreeMap<String, InputRequest>,
+        mut journal: Journal,
+        notifications: Vec<Value>,
+        status: Option<String>,
+    ) -> Result<Round, McpError> {
+        let round_before = journal.round;
+        journal.round = round_before + 1;
+        let round = journal.round;
+        // The server keeps a durable call's journal, and a call that may
+        // become a task keeps its own; otherwise the token's copy is the
+        // only one, and the journal goes into it.
+        let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
+        let compact = if keep {
+            journal.clone().compacted()
+        } else {
+            std::mem::take(&mut journal).compacted()
+        };
+        // The cap holds for what the token would carry.
+        let in_token = self.durable.is_none()
+            || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+        let now = ctx.env.now_ms;
+        let state = token::seal(
+            &server.config.keys,
+            Claims {
+                kid: String::new(),
+                method: input.method.to_string(),
+                target: self.target_name.clone(),
+                args: self.args_digest(),
+                sub: ctx.principal.0.clone(),
+                iat: now,
+                exp: now.saturating_add(server.config.state_ttl_ms),
+                sid: self.sid(ctx),
+                round,
+                arguments: input.args_in_token.then(|| input.args.clone()),
+                durable: self.durable.is_some(),
+                journal: in_token.then_some(compact),
+            },
+        )?;
+        let outcome = RoundOutcome::InputRequired {
+            requests,
+            state,
+            journal: (input.task_mode == TaskMode::Allowed).then(|| journal.clone()),
+        };
+        let Some(d) = self.durable else {
+            return Ok(Round {
+                outcome,
+                notifications,
+                status,
+            });
+        };
+        // What the call runs, kept with it (not in the token): what a
+        // replay check against new code, and an operator, read.
+        journal.invocation.get_or_insert_with(|| Invocation {
+            tool: self.target_name.clone(),
+            arguments: input.args.clone(),
+        });
+        let reply = Round {
+            outcome,
+            notifications,
+            status: None,
+        };
+        let stored = stored_reply(round_before, &self.answers_digest, &reply)?;
+        d.store.save(
+            &d.call_id,
+            &StoredCall {
+                version: journal.round,
+                status: CallStatus::AwaitingInput,
+                claimed_at_ms: 0,
+                journal,
+                last_reply: Some(stored),
+                updated_ms: now,
+            },
+        )?;
+        // Stored for the first time: its object arms the idle alarm.
+        d.created.set(self.claims.is_none() || d.created.get());
+        Ok(reply)
+    }
+}
+
+/// Takes the answers to pending requests into `journal` (checkpoints
+/// pass: the client came back); the rest are offered to the body.
+fn take_answers(journal: &mut Journal, answers: Answers) -> Map<String, Value> {
     let passed = InputRequest::checkpoints_passed(&journal.pending);
     journal.accept_answers(passed);
-    // Answers to pending requests go into the journal; the rest are offered.
     let mut offered = Map::new();
     let mut taken = Vec::new();
-    for (key, answer) in input.answers {
+    for (key, answer) in answers {
         if journal.pending.contains_key(&key) {
             taken.push((key, answer));
         } else if let Ok(v) = answer {
@@ -258,166 +458,37 @@ pub(crate) async fn run_round(
         }
     }
     journal.accept_answers(taken);
+    offered
+}
 
-    let mut cx = Cx::new(journal, input.caps)
-        .with_caller(ctx.caller.clone(), ctx.resource.clone())
-        .with_call(sid.clone(), durable.is_some())
-        .with_offered(offered)
-        .with_progress_token(input.progress_token)
-        .with_log_level(input.log_level.as_deref())
-        .with_task_mode(input.task_mode);
-    // A durable call's object keeps it, and a call that becomes a task
-    // here is kept by the task: a page can answer it there.
-    let home = match (durable, ctx.task) {
-        (Some(_), _) => Some(crate::elicitation::Home::Call(sid.clone())),
-        (None, Some(t)) if input.task_mode == TaskMode::Allowed => {
-            Some(crate::elicitation::Home::Task(t.task_id.clone()))
-        }
-        _ => None,
-    };
-    if let Some(home) = home {
-        cx = cx.with_out_of_band(super::out_of_band(
-            server,
-            home,
-            &ctx.principal.0,
-            &ctx.origin(),
-        ));
-    }
-    // The claim is written only if the body has to wait (for I/O, in the
-    // Worker): until the first poll returns, no other request can run in
-    // this object, and the write lands in the same storage transaction as
-    // one made before the body ran (an object commits its writes when the
-    // turn of its event loop ends). So a round that runs through — a replay
-    // that ends in an answer or a new question without I/O — writes its
-    // outcome alone.
-    let mut run = std::pin::pin!(run_target(server, &input.target, cx, input.args.clone()));
+/// Runs the round. The claim is written only if the body has to wait (for
+/// I/O, in the Worker): until the first poll returns, no other request can
+/// run in this object, and the write lands in the same storage transaction
+/// as one made before the body ran (an object commits its writes when the
+/// turn of its event loop ends). So a round that runs through — a replay
+/// that ends in an answer or a new question without I/O — writes its
+/// outcome alone. Returns the run and whether the claim was written.
+async fn run_claiming(
+    server: &Server,
+    input: &RoundInput<'_>,
+    journal: Journal,
+    site: Site,
+    call: &Call<'_>,
+    claim_row: Option<StoredCall>,
+) -> Result<(Run<Value>, bool), McpError> {
+    let run = round::run(server, &input.target, input.args.clone(), journal, site);
+    let mut run = std::pin::pin!(run);
     let first = std::future::poll_fn(|task| Poll::Ready(run.as_mut().poll(task))).await;
-    let (
-        Run {
-            outcome,
-            notifications,
-            status,
-        },
-        written,
-    ) = match first {
+    Ok(match first {
         Poll::Ready(run) => (run, false),
         Poll::Pending => {
-            let written = match (durable, &claim_row) {
+            let written = match (call.durable, &claim_row) {
                 (Some(d), Some(row)) => d.store.save(&d.call_id, row).map(|()| true)?,
                 _ => false,
             };
             (run.await, written)
         }
-    };
-    // Only a claim that was written has to be released.
-    let claimed = before.as_ref().filter(|_| written);
-
-    let outcome = match outcome {
-        Outcome::Complete(v) => RoundOutcome::Complete(v),
-        Outcome::ToolFailed(m) => match input.target {
-            Target::Tool(_) => RoundOutcome::Complete(CallToolResult::error(m).into_json()),
-            // Prompts and resources have no error result: a failure is bad input.
-            _ => {
-                if let Some((d, before)) = &before {
-                    finish(d, before, CallStatus::Completed, ctx.env.now_ms, None)?;
-                }
-                return Err(McpError::invalid_params(m));
-            }
-        },
-        Outcome::InputRequired {
-            requests,
-            mut journal,
-        } => {
-            journal.round = round_before + 1;
-            let round = journal.round;
-            // The server keeps a durable call's journal, and a call that
-            // may become a task keeps its own; otherwise the token's copy is
-            // the only one, and the journal goes into it.
-            let keep = durable.is_some() || input.task_mode == TaskMode::Allowed;
-            let compact = if keep {
-                journal.clone().compacted()
-            } else {
-                std::mem::take(&mut journal).compacted()
-            };
-            // The cap holds for what the token would carry.
-            let in_token = durable.is_none()
-                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
-            let state = token::seal(
-                &server.config.keys,
-                Claims {
-                    kid: String::new(),
-                    method: input.method.to_string(),
-                    target: target_name.clone(),
-                    args: args_digest(),
-                    sub: ctx.principal.0.clone(),
-                    iat: ctx.env.now_ms,
-                    exp: ctx.env.now_ms.saturating_add(server.config.state_ttl_ms),
-                    sid,
-                    round,
-                    arguments: input.args_in_token.then(|| input.args.clone()),
-                    durable: durable.is_some(),
-                    journal: in_token.then_some(compact),
-                },
-            )?;
-            let outcome = RoundOutcome::InputRequired {
-                requests,
-                state,
-                journal: (input.task_mode == TaskMode::Allowed).then(|| journal.clone()),
-            };
-            if let Some(d) = durable {
-                // What the call runs, kept with it (not in the token): what a
-                // replay check against new code, and an operator, read.
-                journal.invocation.get_or_insert_with(|| Invocation {
-                    tool: target_name.clone(),
-                    arguments: input.args.clone(),
-                });
-                let round = Round {
-                    outcome,
-                    notifications,
-                    status: None,
-                };
-                let reply = stored_reply(round_before, &answers_digest, &round)?;
-                d.store.save(
-                    &d.call_id,
-                    &StoredCall {
-                        version: journal.round,
-                        status: CallStatus::AwaitingInput,
-                        claimed_at_ms: 0,
-                        journal,
-                        last_reply: Some(reply),
-                        updated_ms: ctx.env.now_ms,
-                    },
-                )?;
-                // Stored for the first time: its object arms the idle alarm.
-                d.created.set(fresh || d.created.get());
-                return Ok(round);
-            }
-            outcome
-        }
-        Outcome::Error(e) => {
-            // Release the claim so a corrected retry of the same round can run.
-            if let Some((d, before)) = claimed {
-                finish(d, before, CallStatus::AwaitingInput, ctx.env.now_ms, None)?;
-            }
-            return Err(e);
-        }
-    };
-    let round = Round {
-        outcome,
-        notifications,
-        status,
-    };
-    if let (Some((d, before)), RoundOutcome::Complete(_)) = (&before, &round.outcome) {
-        let reply = stored_reply(round_before, &answers_digest, &round)?;
-        finish(
-            d,
-            before,
-            CallStatus::Completed,
-            ctx.env.now_ms,
-            Some(reply),
-        )?;
-    }
-    Ok(round)
+    })
 }
 
 /// A digest of a round's answers, in key order. An answer's `_meta` is
@@ -553,133 +624,4 @@ fn finish(
             updated_ms: now_ms,
         },
     )
-}
-
-/// Runs the target's body once with `cx`, which gets the registry's shared
-/// state.
-/// The code version a round of `tool` runs on: the tool's declared
-/// version and the Worker's version id, where known.
-fn code_version(server: &Server, tool: &Tool) -> String {
-    let mut v = format!("tool={}", tool.version.as_deref().unwrap_or("-"));
-    if !server.config.worker_version.is_empty() {
-        v.push_str(";worker=");
-        v.push_str(&server.config.worker_version);
-    }
-    v
-}
-
-/// A code-change error names the tool its call belongs to.
-fn named_tool(mut e: McpError, tool: &str) -> McpError {
-    if e.kind == ErrorKind::CodeChanged {
-        if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
-            data.insert("tool".into(), Value::String(tool.to_string()));
-        }
-    }
-    e
-}
-
-pub(crate) async fn run_target(
-    server: &Server,
-    target: &Target<'_>,
-    cx: Cx,
-    args: Value,
-) -> Run<Value> {
-    let cx = cx.with_state(server.registry.state.clone());
-    match target {
-        Target::Tool(t) => {
-            // The scopes a call of this tool needs, checked before its body
-            // runs (OAuth callers only; see `Cx::require_scopes`).
-            let cx = cx
-                .with_base_scopes(server.tool_scopes(t))
-                .with_code(code_version(server, t), &t.patches);
-            if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
-                return Run {
-                    outcome: Outcome::Error(e),
-                    notifications: Vec::new(),
-                    status: None,
-                };
-            }
-            let run = engine::run(&*t.handler, cx, args).await;
-            let declared = t.meta.get("outputSchema");
-            let outcome = match run.outcome {
-                Outcome::Complete(r) => match checked(server, declared, &r) {
-                    Ok(()) => Outcome::Complete(r.into_json()),
-                    Err(why) => Outcome::ToolFailed(why),
-                },
-                Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
-                Outcome::InputRequired { requests, journal } => {
-                    Outcome::InputRequired { requests, journal }
-                }
-                Outcome::Error(e) => Outcome::Error(named_tool(e, &t.name)),
-            };
-            Run {
-                outcome,
-                notifications: run.notifications,
-                status: run.status,
-            }
-        }
-        Target::Prompt(p) => engine::run(&*p.handler, cx, args).await,
-        Target::Resource(r) => {
-            let run = engine::run(&*r.handler, cx, args).await;
-            Run {
-                outcome: contents(run.outcome),
-                notifications: run.notifications,
-                status: run.status,
-            }
-        }
-        Target::Template(t) => {
-            let uri = args["uri"].clone();
-            let mut vars = t
-                .match_uri(uri.as_str().unwrap_or_default())
-                .unwrap_or_default();
-            vars.insert("uri".into(), uri);
-            let run = engine::run(&*t.handler, cx, Value::Object(vars)).await;
-            Run {
-                outcome: contents(run.outcome),
-                notifications: run.notifications,
-                status: run.status,
-            }
-        }
-    }
-}
-
-/// What a tool's result must satisfy before it is sent: its structured
-/// output fits the declared `outputSchema`, and a chained call fits the
-/// server. Otherwise the call is a tool error saying why.
-fn checked(server: &Server, declared: Option<&Value>, r: &CallToolResult) -> Result<(), String> {
-    if let Some(why) = chain_refused(server, r) {
-        return Err(why);
-    }
-    if let (Some(schema), Some(out), false) = (declared, &r.structured_content, r.is_error) {
-        crate::schema::check(out, schema)
-            .map_err(|why| format!("the tool's result does not match its outputSchema: {why}"))?;
-    }
-    Ok(())
-}
-
-/// Why a result's chained call (`_meta.nextTool`) cannot be sent: a tool
-/// this server does not list, or arguments its input schema refuses.
-fn chain_refused(server: &Server, r: &CallToolResult) -> Option<String> {
-    let (name, args) = r.next_tool()?;
-    let Some(next) = server.registry.find_tool(name) else {
-        return Some(format!(
-            "the tool asked for {name:?} to be called next, which this server does not list"
-        ));
-    };
-    let args = if args.is_null() { &json!({}) } else { args };
-    let schema = next.meta.get("inputSchema").cloned().unwrap_or(Value::Null);
-    crate::schema::check(args, &schema).err().map(|why| {
-        format!("the tool asked for {name:?} to be called next with arguments its input schema refuses: {why}")
-    })
-}
-
-fn contents(outcome: Outcome<Vec<Value>>) -> Outcome<Value> {
-    match outcome {
-        Outcome::Complete(c) => Outcome::Complete(object([("contents", Value::Array(c))])),
-        Outcome::InputRequired { requests, journal } => {
-            Outcome::InputRequired { requests, journal }
-        }
-        Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
-        Outcome::Error(e) => Outcome::Error(e),
-    }
 }

@@ -2,8 +2,8 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::Target;
 use super::request::{is_removed, object_param, MethodReply, RequestMeta};
+use super::target::Target;
 use super::{mrtr, saga, Ctx, Server};
 use crate::effects::Listen;
 use crate::engine::ClientCaps;

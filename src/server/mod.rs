@@ -12,7 +12,11 @@
 //! - `request.rs`: a modern request's `_meta`, method replies, shared params.
 //! - `modern.rs`: the 2026-07-28 stateless wire: headers, `_meta`, dispatch.
 //! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
-//! - `call.rs`: one round of a call on any wire; durable mode.
+//! - `round.rs`: one round of a paused call wherever it is kept: the one
+//!   place a `Cx` is built, and how a round ended (`Step`).
+//! - `target.rs`: what a call runs (`Target`), and running its body once.
+//! - `call.rs`: the keeper of a call in a sealed token and, in durable
+//!   mode, a call's Durable Object.
 //! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
 //! - `skills.rs`: the skills extension's methods (`skills/*`, `resources/directory/read`).
 //! - `task/`: the tasks extension, on top of `call.rs` and `mrtr.rs`;
@@ -25,21 +29,23 @@ mod modern;
 mod mrtr;
 mod out_of_band;
 mod request;
+pub(crate) mod round;
 mod saga;
 mod skills;
 mod streamless;
+mod target;
 pub mod task;
 
-pub(crate) use call::{
-    input_responses, run_round, run_target, state_param, RoundInput, RoundOutcome, Target,
-};
+pub(crate) use call::{input_responses, run_round, state_param, RoundInput, RoundOutcome};
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
 pub(crate) use out_of_band::out_of_band;
 pub(crate) use request::{MethodReply, RequestMeta};
+pub(crate) use round::{Kept, Site, Step};
 pub(crate) use skills::declare as declare_skills;
+pub(crate) use target::{run_target, Target};
 
 use serde_json::Value;
 

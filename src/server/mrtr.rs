@@ -5,10 +5,9 @@
 
 use serde_json::{json, Map, Value};
 
-use super::call::{
-    input_responses, run_round, state_param, Round, RoundInput, RoundOutcome, Target,
-};
+use super::call::{input_responses, run_round, state_param, Round, RoundInput, RoundOutcome};
 use super::request::{MethodReply, RequestMeta};
+use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;

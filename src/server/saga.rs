@@ -9,8 +9,9 @@
 
 use serde_json::{Map, Value};
 
-use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome, Target};
+use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome};
 use super::request::object_param;
+use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, InputRequest, TaskMode};
 use crate::error::{ErrorKind, McpError};

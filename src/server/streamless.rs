@@ -10,10 +10,9 @@
 
 use serde_json::{Map, Value};
 
-use super::call::{
-    result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome, Target,
-};
+use super::call::{result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome};
 use super::request::object_param;
+use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;

@@ -8,11 +8,11 @@ use super::events::{log_all, stream_reply};
 use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
-use crate::engine::{ClientCaps, Cx, Journal, Outcome};
-use crate::error::{ErrorKind, McpError};
+use crate::engine::{ClientCaps, Journal};
+use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, Request};
-use crate::server::{call_target, run_target, Env, Server};
+use crate::server::{call_target, round, Env, Kept, Server, Site, Step};
 
 /// Who a request of the session comes from (already checked to be its
 /// principal), for the rounds it runs: a refreshed token runs them with
@@ -346,49 +346,43 @@ async fn advance_once(
         }
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
-    let home = crate::elicitation::Home::Session(meta.id.clone(), call.call_id.clone());
-    let cx = Cx::new(call.journal.clone(), caps)
-        .with_caller(turn.caller.clone(), turn.resource.clone())
-        .with_call(idempotency_base(meta, call), true)
-        .with_progress_token(progress_token(&call.params))
-        .with_log_level(meta.log_level.as_deref())
-        .with_out_of_band(crate::server::out_of_band(
-            server,
-            home,
-            &turn.caller.principal,
-            // The session's own origin: a page's request (another host
-            // name, say) must not change what a replay asks.
-            if meta.origin.is_empty() {
-                &turn.origin
-            } else {
-                &meta.origin
-            },
-        ));
-    let run = run_target(server, &target, cx, args).await;
-    let (outcome, mut messages) = (run.outcome, run.notifications);
+    let mut site = Site::new(
+        idempotency_base(meta, call),
+        caps,
+        turn.caller.clone(),
+        turn.resource.clone(),
+    );
+    site.progress_token = progress_token(&call.params);
+    site.log_level = meta.log_level.clone();
+    site.kept = Some(Kept {
+        home: crate::elicitation::Home::Session(meta.id.clone(), call.call_id.clone()),
+        principal: turn.caller.principal.clone(),
+        // The session's own origin: a page's request (another host name,
+        // say) must not change what a replay asks.
+        origin: if meta.origin.is_empty() {
+            turn.origin.clone()
+        } else {
+            meta.origin.clone()
+        },
+    });
     let is_tool = call.method == "tools/call";
-    match outcome {
-        Outcome::Complete(v) => {
+    let run = round::run(server, &target, args, call.journal.clone(), site).await;
+    let mut messages = run.notifications;
+    match Step::of(run.outcome, is_tool) {
+        Step::Done(v) => {
             call.state = CallState::Completed;
             messages.push(result_response(&call.request_id, session_shape(v)));
         }
-        Outcome::ToolFailed(m) if is_tool => {
-            call.state = CallState::Completed;
-            let failed = crate::app::CallToolResult::error(m).into_json();
-            messages.push(result_response(&call.request_id, failed));
-        }
-        Outcome::ToolFailed(m) => {
+        Step::Refused(m) => {
             call.state = CallState::Failed;
             messages.push(McpError::invalid_params(m).to_response(Some(&call.request_id)));
         }
-        Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
-            messages.extend(park(call, before, &e));
-        }
-        Outcome::Error(e) => {
+        Step::Parked(e) => messages.extend(park(call, before, &e)),
+        Step::Failed(e) => {
             call.state = CallState::Failed;
             messages.push(e.to_response(Some(&call.request_id)));
         }
-        Outcome::InputRequired {
+        Step::Paused {
             requests,
             mut journal,
         } => {

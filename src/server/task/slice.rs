@@ -6,9 +6,9 @@ use serde_json::{json, Value};
 use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
 use crate::app::CallToolResult;
 use crate::effects::{Effect, TaskChange};
-use crate::engine::{ClientCaps, Cx, Outcome, Run, TaskMode, TIMER};
-use crate::error::{ErrorKind, McpError};
-use crate::server::{run_target, Server, Target};
+use crate::engine::{ClientCaps, Outcome, Run, TaskMode, TIMER};
+use crate::error::McpError;
+use crate::server::{round, Kept, Server, Site, Step, Target};
 
 /// The alarm of a task's object: runs the next slice when the task can go
 /// on (its timers are due, its questions answered), and deletes the task
@@ -59,18 +59,27 @@ pub async fn alarm(
         return parked(store(server, host, task, now_ms), now_ms, retry, expires);
     };
     let version = task.version;
-    let home = crate::elicitation::Home::Task(task.task_id.clone());
-    let cx = Cx::new(task.journal.clone(), task.caps.clone())
-        .with_caller(task.caller.clone(), task.resource.clone())
-        .with_call(task.task_id.clone(), true)
-        .with_task_mode(TaskMode::Running)
-        .with_out_of_band(crate::server::out_of_band(
-            server,
-            home,
-            &task.principal,
-            &task.origin,
-        ));
-    let run = run_target(server, &Target::Tool(tool), cx, task.arguments.clone()).await;
+    let mut site = Site::new(
+        task.task_id.clone(),
+        task.caps.clone(),
+        task.caller.clone(),
+        task.resource.clone(),
+    );
+    site.task_mode = TaskMode::Running;
+    site.kept = Some(Kept {
+        home: crate::elicitation::Home::Task(task.task_id.clone()),
+        principal: task.principal.clone(),
+        origin: task.origin.clone(),
+    });
+    let target = Target::Tool(tool);
+    let run = round::run(
+        server,
+        &target,
+        task.arguments.clone(),
+        task.journal.clone(),
+        site,
+    )
+    .await;
     // A request may have changed the task while the body awaited (only a
     // cancel can: nothing else writes a working task). Cancelled stays so.
     if let Some(now) = host.store.load()? {
@@ -78,8 +87,7 @@ pub async fn alarm(
             return Ok(vec![Effect::WakeAt(expires)]);
         }
     }
-    let stuck = matches!(&run.outcome, Outcome::Error(e) if e.kind == ErrorKind::CodeChanged);
-    settle(&mut task, run, now_ms);
+    let stuck = settle(&mut task, run, now_ms);
     let effects = store(server, host, task, now_ms);
     if stuck {
         return parked(effects, now_ms, server.config.parked_retry_ms, expires);
@@ -170,33 +178,40 @@ fn fail(e: McpError) -> Run<Value> {
 
 /// Applies one run of the body to the task: its result, its error, or
 /// what it waits on now.
-pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) {
+/// True when the task is parked (see [`Step::Parked`]).
+pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) -> bool {
     if run.status.is_some() {
         task.status_message = run.status;
     }
     task.updated_ms = now_ms;
-    match run.outcome {
-        Outcome::Complete(result) => {
+    match Step::of(run.outcome, true) {
+        // A tool error is a result (`isError`), not a failed task.
+        Step::Done(result) => {
             task.status = TaskStatus::Completed;
             task.result = Some(result);
         }
-        // A tool error is a result (`isError`), not a failed task.
-        Outcome::ToolFailed(m) => {
+        Step::Refused(m) => {
             task.status = TaskStatus::Completed;
             task.result = Some(CallToolResult::error(m).into_json());
         }
         // The tool's new code cannot replay the task: it is stuck, not
         // failed, as it was (its answers kept), until a rollback or a fix
         // lets its alarm run it, or it expires.
-        Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
+        Step::Parked(e) => {
             task.status = TaskStatus::Working;
-            task.status_message = Some(format!("Stuck: {}", e.message));
+            let data = e.data.clone().unwrap_or_default();
+            let versions = match (data["pausedOn"].as_str(), data["metOn"].as_str()) {
+                (Some(paused), Some(met)) => format!(" (paused on {paused}, met {met})"),
+                _ => String::new(),
+            };
+            task.status_message = Some(format!("Stuck: {}{versions}", e.message));
+            return true;
         }
-        Outcome::Error(e) => {
+        Step::Failed(e) => {
             task.status = TaskStatus::Failed;
             task.error = Some(e.to_error_object());
         }
-        Outcome::InputRequired { journal, .. } => {
+        Step::Paused { journal, .. } => {
             task.journal = journal;
             // A timer's time runs from when the body first asked for it.
             for (key, r) in &task.journal.pending {
@@ -220,6 +235,7 @@ pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) {
         task.journal.pending.clear();
         task.timers.clear();
     }
+    false
 }
 
 /// When the task's alarm must fire next: now when it can go on, when its
