@@ -16,21 +16,39 @@ const BUNDLE = join(ROOT, 'target/e2e-workerd-bundle');
 
 /**
  * The deploy bundle of the fixtures worker (what `wrangler deploy` uploads),
- * made once from the build the test script made and reused while that
- * build is unchanged.
+ * or of `worker` (a worker directory whose build/ is there, as startWrangler's
+ * `prebuilt`), made once from its build and reused while that build is
+ * unchanged.
  */
-function bundle() {
-  const stamp = join(BUNDLE, '.built-from');
-  const built = String(statSync(SHIM).mtimeMs);
-  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === built) return BUNDLE;
-  rmSync(BUNDLE, { recursive: true, force: true });
-  const r = spawnSync(process.execPath, [WRANGLER, 'deploy', '--dry-run', '--outdir', BUNDLE], {
-    cwd: ROOT, encoding: 'utf8',
+function bundle(worker) {
+  const shim = worker ? join(worker, 'build/worker/shim.mjs') : SHIM;
+  const out = worker ? join(worker, '.e2e-workerd-bundle') : BUNDLE;
+  const stamp = join(out, '.built-from');
+  const built = String(statSync(shim).mtimeMs);
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8') === built) return out;
+  rmSync(out, { recursive: true, force: true });
+  const args = [WRANGLER, 'deploy', '--dry-run', '--outdir', out];
+  // A worker's own wrangler.toml may build it first: bundle what is built.
+  if (worker) args.push('--config', builtConfig(worker));
+  const r = spawnSync(process.execPath, args, {
+    cwd: worker ?? ROOT, encoding: 'utf8',
     env: { ...process.env, DMCP_SKIP_BUILD: '1', CLOUDFLARE_CF_FETCH_ENABLED: 'false', WRANGLER_SEND_METRICS: 'false' },
   });
-  if (r.status !== 0) throw new Error(`bundling the fixtures worker failed:\n${r.stdout}\n${r.stderr}`);
+  if (r.status !== 0) throw new Error(`bundling ${worker ?? 'the fixtures worker'} failed:\n${r.stdout}\n${r.stderr}`);
   writeFileSync(stamp, built);
-  return BUNDLE;
+  return out;
+}
+
+/** `worker`'s wrangler.toml without its [build] step, beside it. */
+function builtConfig(worker) {
+  const dir = join(worker, '.e2e-workerd-config');
+  mkdirSync(dir, { recursive: true });
+  const toml = readFileSync(join(worker, 'wrangler.toml'), 'utf8')
+    .replace(/^\[build\][^[]*/m, '')
+    .replace(/^main = "([^"]+)"/m, (_, main) => `main = ${JSON.stringify(join(worker, main))}`);
+  const config = join(dir, 'wrangler.toml');
+  writeFileSync(config, toml);
+  return config;
 }
 
 /** KEY=VALUE lines (the .dev.vars format), comments and blanks skipped. */
@@ -44,9 +62,9 @@ function dotVars(file) {
   return out;
 }
 
-/** The `[vars]` of wrangler.toml (flat `KEY = "value"` lines). */
-function tomlVars() {
-  const toml = readFileSync(join(ROOT, 'wrangler.toml'), 'utf8');
+/** The `[vars]` of a wrangler.toml (flat `KEY = "value"` lines). */
+function tomlVars(worker = ROOT) {
+  const toml = readFileSync(join(worker, 'wrangler.toml'), 'utf8');
   const section = /^\[vars\]\n([\s\S]*?)(?=^\[|(?![\s\S]))/m.exec(toml)?.[1] ?? '';
   const out = {};
   for (const m of section.matchAll(/^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*"([^"]*)"/gm)) out[m[1]] = m[2];
@@ -86,17 +104,20 @@ const worker :Workerd.Worker = (
 }
 
 /**
- * Starts `workerd serve` on the fixtures worker. Resolves when /mcp answers.
- * @param {{persistTo?: string, port?: number, vars?: Record<string,string>, misconfigured?: boolean}} opts
+ * Starts `workerd serve` on the fixtures worker (or on `prebuilt`, a worker
+ * directory whose build/ is there). Resolves when /mcp answers.
+ * @param {{persistTo?: string, port?: number, vars?: Record<string,string>, misconfigured?: boolean,
+ *   prebuilt?: string}} opts
  *   vars: added to wrangler.toml's [vars] and .dev.vars, as `--var` adds them.
  */
 export async function startWorkerd(opts = {}) {
-  const dir = bundle();
+  const worker = opts.prebuilt;
+  const dir = bundle(worker);
   const port = opts.port ?? (await freePort());
   const persistTo = opts.persistTo ?? freshPersistDir();
   const storage = join(persistTo, 'workerd-do');
   mkdirSync(storage, { recursive: true });
-  const vars = { ...tomlVars(), ...dotVars(join(ROOT, '.dev.vars')), ...(opts.vars ?? {}) };
+  const vars = { ...tomlVars(worker), ...dotVars(join(worker ?? ROOT, '.dev.vars')), ...(opts.vars ?? {}) };
   const config = join(persistTo, `workerd-${port}.capnp`);
   writeFileSync(config, capnp(dir, port, storage, vars, persistTo));
   const logPath = join(persistTo, `workerd-${port}.log`);

@@ -1,0 +1,3 @@
+// deploys.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './deploys.test.mjs';
