@@ -56,7 +56,9 @@ use crate::server::{round, run_target, Server, Site, Target};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PausedCall {
     /// Where it is kept: `durable:<call id>`, `session:<session id>/<call
-    /// id>`, `task:<task id>`.
+    /// id>`, `task:<task id>` (`scripts/export-paused.mjs` writes a digest
+    /// in place of a session's or a task's id: those ids are bearer
+    /// capabilities). A label: the check reads nothing from it.
     pub id: String,
     /// The tool it runs.
     pub tool: String,

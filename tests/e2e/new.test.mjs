@@ -3,8 +3,10 @@
 // then used the way its README says: its own `npm test` (cargo test), its
 // own `npm start` (wrangler dev with its own wrangler.toml, which builds it
 // with worker-build), and its paused tool driven to completion over the
-// 2026-07-28 wire. The default crate, --durable and --task are built and
-// served; --oauth is written and tested natively (serving it needs an
+// 2026-07-28 wire; --durable's then checks a deploy as its README says (a
+// call it paused, exported from its storage by scripts/export-paused.mjs,
+// replayed by its own `npm run check-deploy`). The default crate, --durable
+// and --task are built and served; --oauth is written and tested natively (serving it needs an
 // issuer). Builds share one target directory, so each variant compiles only
 // its own crate.
 import { after, before, describe, test } from 'node:test';
@@ -65,7 +67,7 @@ function create(flags) {
   const r = cli(['new', 'demo', '--dir', dir, '--path', ROOT, ...flags]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^Created demo in /);
-  for (const f of ['Cargo.toml', 'src/lib.rs', 'wrangler.toml', '.dev.vars', '.gitignore', 'package.json', 'README.md']) {
+  for (const f of ['Cargo.toml', 'src/lib.rs', 'tests/deploy_check.rs', 'wrangler.toml', '.dev.vars', '.gitignore', 'package.json', 'README.md']) {
     assert.ok(existsSync(join(dir, f)), `${f} written`);
   }
   const read = (f) => readFileSync(join(dir, f), 'utf8');
@@ -73,7 +75,9 @@ function create(flags) {
   assert.match(read('Cargo.toml'), new RegExp(`^durable-mcp = \\{ path = ${literal(JSON.stringify(ROOT))} \\}$`, 'm'));
   assert.match(read('Cargo.toml'), /^\[workspace\]$/m);
   const pkg = JSON.parse(read('package.json'));
-  assert.deepEqual(pkg.scripts, { start: 'wrangler dev', test: 'cargo test', deploy: 'wrangler deploy' });
+  assert.deepEqual(pkg.scripts, {
+    start: 'wrangler dev', test: 'cargo test', 'check-deploy': 'cargo test --test deploy_check -- --nocapture', deploy: 'wrangler deploy',
+  });
   assert.equal(pkg.devDependencies.wrangler, WRANGLER_VERSION);
   // What `npm install` would give it, without a download.
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'), 'dir');
@@ -240,6 +244,29 @@ for (const v of VARIANTS) {
       assert.equal(done.status, 'completed', JSON.stringify(done));
       assert.deepEqual(done.result.content, [{ type: 'text', text: 'Launched.' }]);
     });
+
+    if (v.flags.includes('--durable')) {
+      test('a call paused under its npm start, exported from its storage, continues by its npm run check-deploy', { timeout: 10 * 60_000 }, async () => {
+        const paused = await call(server.url, 'greet', { name: 'Grace' });
+        assert.equal(paused.resultType, 'input_required', JSON.stringify(paused));
+        await server.stop();
+        const file = join(server.persistTo, 'paused.json');
+        const exported = spawnSync(process.execPath, [join(ROOT, 'scripts/export-paused.mjs'), server.persistTo, '--out', file],
+          { encoding: 'utf8', timeout: 60_000 });
+        assert.equal(exported.status, 0, exported.stderr);
+        // The greet that completed above is not paused any more.
+        const calls = JSON.parse(readFileSync(file, 'utf8'));
+        assert.deepEqual(calls.map((c) => [c.tool, c.arguments]), [['greet', { name: 'Grace' }]], JSON.stringify(calls));
+        // (The deploy check was compiled by its npm test.)
+        const r = spawnSync('npm', ['run', 'check-deploy'], {
+          cwd: project.dir, encoding: 'utf8', timeout: 10 * 60_000, env: { ...ENV, DEPLOY_CHECK: file },
+        });
+        const out = `${r.stdout}\n${r.stderr}`;
+        assert.equal(r.status, 0, out.slice(-6000));
+        assert.match(out, /^durable:\S+ +greet +continues +asks \["manner"\]$/m, out.slice(-6000));
+        assert.match(out, /^paused calls: 1 \(1 continue, 0 ask again, 0 diverge, 0 fail\)$/m, out.slice(-6000));
+      });
+    }
   });
 }
 

@@ -30,8 +30,10 @@ NEW
   `new /tmp/x/my-server` all make my-server. The name: lowercase letters,
   digits, - and _, starting with a letter. The files: Cargo.toml,
   src/lib.rs (a `greet` tool that pauses for a form, with native tests),
-  wrangler.toml, .dev.vars (a fresh local STATE_KEYS), .gitignore,
-  package.json (npm start, npm test, npm run deploy) and a README.
+  tests/deploy_check.rs (checks paused calls against changed code before a
+  deploy: DEPLOY_CHECK=paused.json npm run check-deploy), wrangler.toml,
+  .dev.vars (a fresh local STATE_KEYS), .gitignore, package.json (npm
+  start, npm test, npm run check-deploy, npm run deploy) and a README.
   --path P          depend on the durable-mcp checkout at P (and start from
                     its Cargo.lock) rather than on durable-mcp from crates.io
   --durable         greet runs durably (Tool::durable) and sends once (cx.once)
@@ -226,9 +228,11 @@ fn write_project(spec: &Spec, dir: &Path) -> Result<Vec<String>, String> {
             files.push(("Cargo.lock", text));
         }
     }
-    std::fs::create_dir_all(dir.join("src")).map_err(|e| format!("{}: {e}", dir.display()))?;
     for (file, text) in &files {
         let path = dir.join(file);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        }
         std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     Ok(files.into_iter().map(|(f, _)| f.to_string()).collect())
@@ -278,6 +282,13 @@ pub(crate) fn render_files(spec: &Spec, state_key: &str) -> Vec<(&'static str, S
             ),
         ),
         ("src/lib.rs", render_lib(spec)),
+        (
+            "tests/deploy_check.rs",
+            render(
+                include_str!("templates/deploy-check.rs.tmpl"),
+                &[("crate_ident", &name.replace('-', "_"))],
+            ),
+        ),
         (
             "wrangler.toml",
             render(
@@ -767,6 +778,10 @@ mod tests {
         assert_eq!(json["name"], "demo");
         assert_eq!(json["scripts"]["start"], "wrangler dev");
         assert_eq!(json["scripts"]["test"], "cargo test");
+        assert_eq!(
+            json["scripts"]["check-deploy"],
+            "cargo test --test deploy_check -- --nocapture"
+        );
         assert_eq!(json["scripts"]["deploy"], "wrangler deploy");
         assert_eq!(json["devDependencies"]["wrangler"], WRANGLER_VERSION);
         let readme = file(&files, "README.md");
@@ -776,9 +791,37 @@ mod tests {
             "npm test",
             "wrangler secret put STATE_KEYS",
             "demo:write",
+            "DEPLOY_CHECK=paused.json npm run check-deploy",
+            "scripts/export-paused.mjs",
         ] {
             assert!(readme.contains(m), "{m} in\n{readme}");
         }
+    }
+
+    #[test]
+    fn every_variant_has_the_deploy_check_for_its_crate() {
+        for s in every_variant() {
+            let files = render_files(&s, "k");
+            let check = file(&files, "tests/deploy_check.rs");
+            for m in [
+                "use durable_mcp::replay::{check, PausedCall, Report, Verdict};",
+                "std::env::var_os(\"DEPLOY_CHECK\")",
+                "let registry = demo::server(&Bindings::from_vars::<&str, &str>([]));",
+                "let reports = check(&s.server, &calls);",
+                "Verdict::Diverges { .. }",
+                "deploy check skipped",
+            ] {
+                assert!(check.contains(m), "{m} in {s:?}:\n{check}");
+            }
+            assert!(!check.contains("\n\n\n"), "{check}");
+        }
+        // A crate name with dashes is a Rust path with underscores.
+        let files = render_files(&spec_named("my-server"), "k");
+        let check = file(&files, "tests/deploy_check.rs");
+        assert!(
+            check.contains("let registry = my_server::server("),
+            "{check}"
+        );
     }
 
     #[test]
@@ -934,6 +977,7 @@ mod tests {
         let r = write_project(&spec(false, true, false), &empty);
         assert!(r.is_ok_and(|files| files.contains(&"src/lib.rs".to_string())));
         assert!(empty.join("src/lib.rs").exists());
+        assert!(empty.join("tests/deploy_check.rs").exists());
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -13,9 +13,12 @@
 //! - `tasks.rs`: the tasks extension.
 //! - `skills.rs`: the skills bundled from `skills/` (SEP-2640).
 //! - `cost.rs`: object requests, rows written and alarms per paused call.
+//! - `deploy_check.rs`: calls paused under `wrangler dev` and exported
+//!   (`DEPLOY_CHECK`), replayed on this code (run by the e2e tests).
 
 mod answers;
 mod cost;
+mod deploy_check;
 mod durable;
 mod formats;
 mod modern;
