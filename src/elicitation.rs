@@ -79,33 +79,59 @@ pub fn id(ring: &KeyRing, home: &Home, key: &str, principal: &str) -> Option<Str
         key: key.to_string(),
         principal: principal_digest(principal),
     };
-    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&claims).ok()?);
-    let tag = ring.tag(
-        &kid,
-        ID_DOMAIN,
-        &[ID_VERSION.as_bytes(), payload.as_bytes()],
-    )?;
-    Some(format!(
-        "{ID_VERSION}.{payload}.{}",
-        URL_SAFE_NO_PAD.encode(&tag[..TAG_BYTES])
-    ))
+    sign(ring, &kid, ID_VERSION, ID_DOMAIN, &claims)
 }
 
 /// Opens an `elicitationId`: `None` unless it is one this server made.
 /// Nothing in it is read before the tag verifies, except the key id.
 pub fn open(ring: &KeyRing, id: &str) -> Option<IdClaims> {
-    let mut parts = id.split('.');
-    let (Some(ID_VERSION), Some(payload), Some(tag), None) =
+    verify(ring, id, ID_VERSION, ID_DOMAIN, |c: &IdClaims| {
+        c.kid.as_str()
+    })
+}
+
+/// `<version>.<payload>.<tag>`: `claims` as base64url JSON, MAC'd under the
+/// state key `kid` in `domain` (the tag cut to [`TAG_BYTES`]: it travels in
+/// URLs and cookies).
+fn sign<C: Serialize>(
+    ring: &KeyRing,
+    kid: &str,
+    version: &str,
+    domain: &[u8],
+    claims: &C,
+) -> Option<String> {
+    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(claims).ok()?);
+    let tag = ring.tag(kid, domain, &[version.as_bytes(), payload.as_bytes()])?;
+    Some(format!(
+        "{version}.{payload}.{}",
+        URL_SAFE_NO_PAD.encode(&tag[..TAG_BYTES])
+    ))
+}
+
+/// The claims of what [`sign`] made, if its tag verifies under the key
+/// the claims name (`kid`); nothing else in them is trusted before that.
+fn verify<C: for<'de> Deserialize<'de>>(
+    ring: &KeyRing,
+    signed: &str,
+    version: &str,
+    domain: &[u8],
+    kid: impl Fn(&C) -> &str,
+) -> Option<C> {
+    let mut parts = signed.split('.');
+    let (Some(v), Some(payload), Some(tag), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
     else {
         return None;
     };
-    let claims: IdClaims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+    if v != version {
+        return None;
+    }
+    let claims: C = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
     let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
     let full = ring.tag(
-        &claims.kid,
-        ID_DOMAIN,
-        &[ID_VERSION.as_bytes(), payload.as_bytes()],
+        kid(&claims),
+        domain,
+        &[version.as_bytes(), payload.as_bytes()],
     )?;
     // Constant time over the cut tag.
     let same = tag.len() == TAG_BYTES
@@ -165,42 +191,16 @@ pub fn pass(ring: &KeyRing, id: &str, claims: &IdClaims, now_ms: u64) -> Option<
         principal: claims.principal.clone(),
         expires_ms: now_ms.saturating_add(PASS_TTL_MS),
     };
-    let payload = URL_SAFE_NO_PAD.encode(serde_json::to_vec(&pass).ok()?);
-    let tag = ring.tag(
-        &kid,
-        PASS_DOMAIN,
-        &[PASS_VERSION.as_bytes(), payload.as_bytes()],
-    )?;
-    Some(format!(
-        "{PASS_VERSION}.{payload}.{}",
-        URL_SAFE_NO_PAD.encode(&tag[..TAG_BYTES])
-    ))
+    sign(ring, &kid, PASS_VERSION, PASS_DOMAIN, &pass)
 }
 
 /// Whether `pass` is a live page pass for the elicitation `id`: the
 /// principal digest it stands for, else `None`.
 pub fn open_pass(ring: &KeyRing, pass: &str, id: &str, now_ms: u64) -> Option<String> {
-    let mut parts = pass.split('.');
-    let (Some(PASS_VERSION), Some(payload), Some(tag), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let claims: PassClaims = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
-    let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
-    let full = ring.tag(
-        &claims.kid,
-        PASS_DOMAIN,
-        &[PASS_VERSION.as_bytes(), payload.as_bytes()],
-    )?;
-    let same = tag.len() == TAG_BYTES
-        && full[..TAG_BYTES]
-            .iter()
-            .zip(&tag)
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0;
-    (same && claims.expires_ms > now_ms && claims.elicitation == id_digest(id))
-        .then_some(claims.principal)
+    let claims = verify(ring, pass, PASS_VERSION, PASS_DOMAIN, |c: &PassClaims| {
+        c.kid.as_str()
+    })?;
+    (claims.expires_ms > now_ms && claims.elicitation == id_digest(id)).then_some(claims.principal)
 }
 
 fn seal_key(ring: &KeyRing, kid: &str) -> Option<ChaCha20Poly1305> {
