@@ -68,18 +68,8 @@ fn fields(req: &HttpRequest) -> (Pairs, Pairs) {
     (query, form)
 }
 
-/// The elicitation a page request names, if it is one this server issued
-/// to this caller: its id and what it says.
-pub fn named_elicitation(
-    server: &Server,
-    req: &HttpRequest,
-    caller: &Caller,
-) -> Option<(String, IdClaims)> {
-    let (query, form) = fields(req);
-    named(server, &query, &form, caller)
-}
-
-/// [`named_elicitation`] from the request's fields, parsed already.
+/// The elicitation a page request's fields name, if it is one this server
+/// issued to this caller: its id and what it says.
 fn named(
     server: &Server,
     query: &Pairs,
