@@ -48,7 +48,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::auth::Caller;
-use crate::engine::{ClientCaps, DryRun, Journal, Outcome};
+use crate::engine::{ClientCaps, DryRun, Journal, Outcome, Run};
 use crate::error::ErrorKind;
 use crate::server::{round, run_target, Server, Site, Target};
 
@@ -135,6 +135,82 @@ fn verdict(server: &Server, call: &PausedCall) -> Verdict {
             why: format!("the tool {:?} is not served by the new code", call.tool),
         };
     };
+    let target = Target::Tool(tool);
+    let mut journal = call.journal.clone();
+    let mut first_asks: Option<Vec<String>> = None;
+    for _ in 0..MAX_SIMULATED_ROUNDS {
+        let (run, seen) = match dry_run(server, &target, call, journal.clone()) {
+            Some(r) => r,
+            None => {
+                return Verdict::Fails {
+                    message: "the body awaited something outside cx.once that a check cannot run"
+                        .into(),
+                }
+            }
+        };
+        // A new question the old code never asked (a renamed one, say): the
+        // user answers it as they answered the recorded question it may
+        // stand for, one that fits it and this replay no longer reads, and
+        // the check goes on to see whether a recorded effect then diverges.
+        if let Outcome::InputRequired {
+            requests,
+            journal: next,
+        } = &run.outcome
+        {
+            if seen.asked_again.is_empty() && seen.effect.is_none() {
+                let stand_ins = stand_ins(&call.journal, &seen.read, requests);
+                if !stand_ins.is_empty() && stand_ins.len() == requests.len() {
+                    first_asks.get_or_insert_with(|| requests.keys().cloned().collect());
+                    journal = next.clone();
+                    journal.accept_answers(stand_ins);
+                    continue;
+                }
+            }
+        }
+        return read_verdict(run, &seen, first_asks);
+    }
+    Verdict::Continues {
+        next: format!("asks {:?}", first_asks.unwrap_or_default()),
+    }
+}
+
+/// How many new questions a check answers for the user before it stops.
+const MAX_SIMULATED_ROUNDS: usize = 8;
+
+/// For each new question, a recorded answer this replay did not read that
+/// fits it (as the user answered before), if there is one.
+fn stand_ins(
+    recorded: &Journal,
+    read: &[String],
+    requests: &std::collections::BTreeMap<String, crate::engine::InputRequest>,
+) -> Vec<(String, Result<Value, Value>)> {
+    requests
+        .iter()
+        .filter(|(key, r)| !r.is_internal() && !recorded.answers.contains_key(*key))
+        .filter_map(|(key, r)| {
+            recorded
+                .answers
+                .iter()
+                .filter(|(k, _)| !read.contains(k) && !requests.contains_key(*k))
+                .find_map(|(_, a)| {
+                    a.outcome
+                        .as_ref()
+                        .ok()
+                        .filter(|v| crate::engine::answer_fits(r, v).is_ok())
+                        .map(|v| (key.clone(), Ok(v.clone())))
+                })
+        })
+        .collect()
+}
+
+/// One replay with no effect run: the run and what it met (`None` when the
+/// body awaited something a check cannot run).
+fn dry_run(
+    server: &Server,
+    target: &Target<'_>,
+    call: &PausedCall,
+    journal: Journal,
+) -> Option<(Run<Value>, DryRun)> {
     let observer = Rc::new(RefCell::new(DryRun::default()));
     let site = Site::new(
         call.id.clone(),
@@ -142,32 +218,39 @@ fn verdict(server: &Server, call: &PausedCall) -> Verdict {
         Caller::default(),
         String::new(),
     );
-    let cx = round::cx(server, call.journal.clone(), site).with_dry_run(observer.clone());
-    let target = Target::Tool(tool);
-    let run = run_target(server, &target, cx, call.arguments.clone());
+    let cx = round::cx(server, journal, site).with_dry_run(observer.clone());
+    let run = run_target(server, target, cx, call.arguments.clone());
     let mut run = std::pin::pin!(run);
     let mut context = Context::from_waker(Waker::noop());
-    let mut done = None;
     for _ in 0..MAX_POLLS {
         if let Poll::Ready(r) = run.as_mut().poll(&mut context) {
-            done = Some(r);
-            break;
+            let seen = std::mem::take(&mut *observer.borrow_mut());
+            return Some((r, seen));
         }
     }
-    let Some(run) = done else {
-        return Verdict::Fails {
-            message: "the body awaited something outside cx.once that a check cannot run".into(),
-        };
+    None
+}
+
+/// The verdict of the last replay; `first_asks`: the new questions an
+/// earlier replay asked (and the check answered for the user).
+fn read_verdict(run: Run<Value>, seen: &DryRun, first_asks: Option<Vec<String>>) -> Verdict {
+    let asked_first = |why: String| match &first_asks {
+        Some(asks) => format!("once the user answers {asks:?}: {why}"),
+        None => why,
     };
-    let seen = observer.borrow();
     match run.outcome {
         Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => {
             let data = e.data.unwrap_or(Value::Null);
             Verdict::Diverges {
                 key: data["key"].as_str().unwrap_or_default().to_string(),
-                why: data["why"].as_str().unwrap_or(&e.message).to_string(),
+                why: asked_first(data["why"].as_str().unwrap_or(&e.message).to_string()),
             }
         }
+        // What the user is asked next is the verdict; the check's own
+        // answers to it only looked for a divergence further on.
+        _ if first_asks.is_some() => Verdict::Continues {
+            next: format!("asks {:?}", first_asks.clone().unwrap_or_default()),
+        },
         _ if !seen.asked_again.is_empty() => Verdict::AsksAgain {
             keys: seen.asked_again.clone(),
         },
@@ -190,5 +273,93 @@ fn verdict(server: &Server, call: &PausedCall) -> Verdict {
             next: format!("ends with the tool's error: {m}"),
         },
         Outcome::Error(e) => Verdict::Fails { message: e.message },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestServer;
+    use crate::{form, text, CallToolResult, Cx, Registry, Tool, ToolError};
+    use serde_json::json;
+
+    /// A deploy-like tool: `asks` in order, then a `ticket` effect, then
+    /// one more question.
+    fn registry(asks: &'static [&'static str]) -> Registry {
+        let deploy = async move |cx: &mut Cx, _: Value| -> Result<CallToolResult, ToolError> {
+            for key in asks {
+                let f = form(
+                    "?",
+                    json!({"type": "object", "properties": {"v": {"type": "string"}}}),
+                );
+                cx.elicit_with(key, f).await?;
+            }
+            cx.once("ticket", || async { Ok::<_, ToolError>("T-1".to_string()) })
+                .await?;
+            cx.elicit_with("later", form("ok?", json!({"type": "object"})))
+                .await?;
+            Ok(text("deployed"))
+        };
+        let mut r = Registry::new();
+        r.tool(Tool::new("deploy", deploy).durable());
+        r
+    }
+
+    /// Pauses one call of `registry(["target"])` after its effect ran.
+    fn paused() -> (TestServer, Vec<PausedCall>) {
+        let mut s = TestServer::new(registry(&["target"]));
+        let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}}});
+        let first = s.call(
+            "tools/call",
+            json!({"name": "deploy", "arguments": {}, "_meta": meta}),
+        );
+        let state = first.json["result"]["requestState"].clone();
+        let answer = json!({"action": "accept", "content": {"v": "staging"}});
+        let second = s.call(
+            "tools/call",
+            json!({"name": "deploy", "arguments": {}, "_meta": meta, "requestState": state,
+                   "inputResponses": {"target": answer}}),
+        );
+        assert!(
+            second.json["result"]["inputRequests"]["later"].is_object(),
+            "{}",
+            second.json
+        );
+        let calls = s.paused_calls();
+        assert_eq!(calls.len(), 1);
+        (s, calls)
+    }
+
+    #[test]
+    fn a_renamed_question_an_effect_ran_after_is_reported_before_the_deploy() {
+        let (mut s, calls) = paused();
+        s.server.registry = registry(&["destination"]);
+        let Verdict::Diverges { key, why } = &check(&s.server, &calls)[0].verdict else {
+            panic!("{:?}", check(&s.server, &calls))
+        };
+        assert_eq!(key, "ticket");
+        assert!(
+            why.contains("once the user answers [\"destination\"]"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn an_inserted_question_continues() {
+        let (mut s, calls) = paused();
+        s.server.registry = registry(&["confirm", "target"]);
+        assert_eq!(
+            check(&s.server, &calls)[0].verdict,
+            Verdict::Continues {
+                next: "asks [\"confirm\"]".into()
+            }
+        );
+        // And the same code, as it was.
+        s.server.registry = registry(&["target"]);
+        assert!(matches!(
+            check(&s.server, &calls)[0].verdict,
+            Verdict::Continues { .. }
+        ));
     }
 }

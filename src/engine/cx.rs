@@ -258,6 +258,8 @@ pub(crate) struct DryRun {
     pub(crate) effect: Option<String>,
     /// Questions whose recorded answer no longer fits: asked again.
     pub(crate) asked_again: Vec<String>,
+    /// The recorded answers the replay read.
+    pub(crate) read: Vec<String>,
 }
 
 /// The tool's handle on its call. See the module docs.
@@ -721,6 +723,9 @@ impl Cx {
                     let value = outcome.as_ref().unwrap_or_else(|e| e);
                     let read = (key.to_string(), digest_json(value));
                     st.read.push(read);
+                    if let Some(dry) = &st.dry_run {
+                        dry.borrow_mut().read.push(key.to_string());
+                    }
                 }
                 return outcome.map_err(ToolError::Client);
             }

@@ -21,6 +21,13 @@
 //    -32050 (HTTP 409) naming the tool and the key on the request/response
 //    wires, an error log on a session call's stream (the call stays open), a
 //    task kept working with a "Stuck:" status message.
+//    Before v2 serves, the replay check (issue 31's "check a deploy before
+//    making it"): scripts/export-paused.mjs reads the paused calls out of
+//    v1's stopped storage (the stateless MRTR calls are not there: their
+//    journal is the client's requestState), and v2's crate replays them
+//    natively (deploys/deploy_check.rs, its tests/deploy_check.rs, compiled
+//    ahead with the builds): a verdict per call — continues, asks again,
+//    diverges. Each call's verdict must then match what v2 does with it.
 // 3. v2 stops; v1 serves again (a rollback), and the same request (a
 //    session: its stream resumed, or its answer sent again; a task: its
 //    alarm, retried every PARKED_RETRY_SECONDS) continues each diverged call
@@ -28,7 +35,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freshPersistDir } from './wrangler.mjs';
@@ -39,6 +46,7 @@ import { parseSse, SseReader, TIMEOUT } from './sse.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const SOURCES = join(import.meta.dirname, 'deploys');
+const EXPORT = join(ROOT, 'scripts/export-paused.mjs');
 // The durable-mcp the user's crate depends on: this checkout, or
 // DEPLOYS_DURABLE_MCP (another checkout, say a snapshot of a commit while
 // this working tree is being edited).
@@ -166,6 +174,138 @@ async function build(v) {
   await run('worker-build', ['--release', '--no-opt'], dir, 15 * 60_000);
   assert.ok(existsSync(join(dir, 'build/worker/shim.mjs')), `${v} built`);
   return dir;
+}
+
+/** Runs `cmd`; resolves with its exit code, stdout and stderr apart. */
+function capture(cmd, args, cwd, env, timeoutMs) {
+  return new Promise((ok) => {
+    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c) => { stdout += c; });
+    child.stderr.on('data', (c) => { stderr += c; });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// The replay check: v1's paused calls, exported, replayed against v2's code
+// ---------------------------------------------------------------------------
+
+/**
+ * Puts the native replay check into v2's crate (deploys/deploy_check.rs as
+ * its tests/deploy_check.rs, as `durable-mcp new` scaffolds one) and
+ * compiles it, natively, in the shared target directory: the check itself
+ * then runs between v1's stop and v2's start without building anything.
+ * Resolves with how long the build took.
+ */
+async function prepareCheck(dir, v) {
+  const crate = `deploys_${VIA}_${v}`;
+  mkdirSync(join(dir, 'tests'), { recursive: true });
+  writeFileSync(join(dir, 'tests/deploy_check.rs'),
+    readFileSync(join(SOURCES, 'deploy_check.rs'), 'utf8').replaceAll('{{crate_ident}}', crate));
+  const t0 = Date.now();
+  await run('cargo', ['test', '--test', 'deploy_check', '--no-run'], dir, 15 * 60_000);
+  return Date.now() - t0;
+}
+
+/** scripts/export-paused.mjs on the stopped server's storage: the paused calls it wrote to `out`. */
+async function exportPaused(out) {
+  const r = await capture(process.execPath, [EXPORT, persistTo, '--out', out], ROOT, process.env, 60_000);
+  assert.equal(r.code, 0, `export-paused exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
+  return { calls: JSON.parse(readFileSync(out, 'utf8')), summary: r.stderr.trim() };
+}
+
+/** v2's check on the exported calls: its table, and a report per call (`deploy-check-json` lines). */
+async function runCheck(dir, file) {
+  const r = await capture('cargo', ['test', '--test', 'deploy_check', '--', '--nocapture'], dir,
+    { ...BUILD_ENV, DEPLOY_CHECK: file }, 10 * 60_000);
+  assert.equal(r.code, 0, `the check failed (${r.code}):\n${r.stdout.slice(-6000)}\n${r.stderr.slice(-6000)}`);
+  const lines = r.stdout.split('\n');
+  const reports = lines.filter((l) => l.startsWith('deploy-check-json ')).map((l) => JSON.parse(l.slice('deploy-check-json '.length)));
+  const table = lines.filter((l) => !l.startsWith('deploy-check-json ') && !/^(running \d|test |$)/.test(l)
+    && !/^test result/.test(l)).join('\n');
+  return { reports, table };
+}
+
+/** Where the export keeps a call of this wire (scripts/export-paused.mjs's ids). */
+const keptAs = (wire) => (wire === 'session' ? 'session:' : wire === 'task' ? 'task:' : 'durable:');
+/** A call as the export names it: its tool and its arguments (each call's `service` is its own). */
+const exportKey = (tool, args) => `${tool} ${JSON.stringify(args)}`;
+
+/**
+ * What v2 did with a call, in the check's terms: `continues` (it went on to
+ * its end, asking nothing answered before the deploy: only what it was
+ * waiting for or a new question), `asks_again` (it asked `keys` again,
+ * answered before the deploy), `diverges` (-32050, or a session's error log,
+ * or a task's "Stuck:" status; `key` as the error names it, `named` the text
+ * that must name the verdict's key), or what it ended as otherwise.
+ */
+function observe(call, end, mark) {
+  const newly = call.asked.slice(mark);
+  const waiting = new Set(Object.keys(call.pending ?? {}));
+  const before = new Set(call.asked.slice(0, mark).filter((k) => !waiting.has(k)));
+  const again = [...new Set(newly.filter((k) => before.has(k)))].sort();
+  const shown = { newly, end: end.kind === 'done' ? `done: ${end.text}` : show(end).slice(0, 300) };
+  if (end.kind === 'done') return again.length ? { outcome: 'asks_again', keys: again, ...shown } : { outcome: 'continues', ...shown };
+  if (end.kind === 'failed' && end.error?.code === -32050) return { outcome: 'diverges', key: end.error.data?.key ?? '', ...shown };
+  if (end.kind === 'stuck' && call.wire === 'session') {
+    const log = call.notes.find((m) => m.method === 'notifications/message' && m.params?.level === 'error'
+      && m.params.data?.code === -32050);
+    if (log) return { outcome: 'diverges', key: log.params.data.data?.key ?? '', ...shown };
+  }
+  if (end.kind === 'stuck' && call.wire === 'task' && stuck(call.lastTask ?? {})) {
+    return { outcome: 'diverges', named: call.lastTask.statusMessage, ...shown };
+  }
+  return { outcome: end.kind, ...shown };
+}
+
+/** Why the check's verdict on a call does not match what v2 did with it; null when it does. */
+function mismatch(call) {
+  const v = call.verdict;
+  const o = call.observed;
+  if (!v) return 'no verdict';
+  if (!o) return 'v2 never met it (its test failed before the call ended)';
+  if (v.verdict !== o.outcome) return `the check said ${v.verdict}, v2 ${o.outcome}`;
+  if (v.verdict === 'asks_again' && JSON.stringify([...v.keys].sort()) !== JSON.stringify(o.keys)) {
+    return `asked again: the check said ${v.keys}, v2 asked ${o.keys}`;
+  }
+  if (v.verdict === 'diverges') {
+    if (o.named !== undefined) {
+      const name = v.key ? `"${v.key}"` : `"${call.tool}"`;
+      if (!o.named.includes(name)) return `diverges at ${name} by the check, the task's status: ${o.named}`;
+    } else if (v.key !== o.key) {
+      return `diverges at ${JSON.stringify(v.key)} by the check, at ${JSON.stringify(o.key)} on v2`;
+    }
+  }
+  if (v.verdict === 'continues') {
+    // What it asks next is what it was waiting for (an answer, or a
+    // sleeper's timer: `cx.sleep("wait", …)`) or a new question.
+    const m = /^asks (\[.*\])$/.exec(v.next);
+    const next = m ? JSON.parse(m[1]) : [];
+    const waited = (k) => k in (call.pending ?? {}) || (call.case.pause === 'sleep' && k === 'wait');
+    const unseen = next.filter((k) => !waited(k) && !o.newly.includes(k));
+    if (unseen.length) return `the check said it asks ${unseen} next; v2 never asked it`;
+  }
+  return null;
+}
+
+/** What v2 did, as one line of the mismatch table. */
+function observedText(o) {
+  if (!o) return '-';
+  const at = o.key !== undefined ? ` at ${JSON.stringify(o.key)}` : '';
+  const keys = o.keys ? ` ${o.keys}` : '';
+  return `${o.outcome}${at}${keys}; asked after the deploy ${JSON.stringify(o.newly)}; ${o.end}`;
+}
+
+/** The check's verdict, as one line of the mismatch table. */
+function verdictText(v) {
+  if (!v) return '-';
+  if (v.verdict === 'continues') return `continues: ${v.next}`;
+  if (v.verdict === 'asks_again') return `asks again: ${v.keys}`;
+  if (v.verdict === 'diverges') return `diverges at ${JSON.stringify(v.key)}: ${v.why}`;
+  return `fails: ${v.message}`;
 }
 
 // ---------------------------------------------------------------------------
@@ -651,7 +791,7 @@ function trace(call, phase, step) {
   if (!process.env.DEPLOYS_TRACE) return;
   const evidence = call.wire === 'session' ? call.notes : call.wire === 'task' ? call.lastTask : undefined;
   appendFileSync(process.env.DEPLOYS_TRACE, `${JSON.stringify({ phase, tool: call.tool, wire: call.wire,
-    pause: call.case.pause, step, evidence, tickets: hook.count(call.path) })}\n`);
+    pause: call.case.pause, step, evidence, tickets: hook.count(call.path), verdict: call.verdict, observed: call.observed })}\n`);
 }
 const label = (call) => `${call.case.tool} paused at the ${call.case.pause}, on ${call.wire}`;
 const sleepers = (wire) => calls.filter((c) => c.wire === wire && c.case.pause === 'sleep');
@@ -662,6 +802,8 @@ const running = new Set();
 let hook;
 let v1Dir;
 let v2Dir;
+/** How long compiling v2's native check took (in before()). */
+let checkBuildMs;
 const persistTo = freshPersistDir();
 temps.push(persistTo);
 
@@ -694,6 +836,7 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
     hook = await startWebhook();
     v1Dir = await build('v1');
     v2Dir = await build('v2');
+    checkBuildMs = await prepareCheck(v2Dir, 'v2');
   }, { timeout: 20 * 60_000 });
 
   describe('v1 pauses a call per case on every wire', () => {
@@ -739,6 +882,45 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
     });
   });
 
+  // v1 has stopped; v2 does not serve yet.
+  describe('before v2 serves, the replay check gives each paused call a verdict', () => {
+    let exported;
+    test('export-paused reads every paused call from v1\'s storage, but the stateless ones', { timeout: 120_000 }, async () => {
+      const { calls: out, summary } = await exportPaused(join(v2Dir, 'paused.json'));
+      exported = out;
+      const byKey = new Map(calls.map((c) => [exportKey(c.tool, c.args), c]));
+      for (const e of exported) {
+        const call = byKey.get(exportKey(e.tool, e.arguments));
+        assert.ok(call, `an exported call the test did not make: ${show(e)}`);
+        assert.ok(!call.exported, `${label(call)} exported twice: ${call.exported?.id} and ${e.id}`);
+        assert.ok(e.id.startsWith(keptAs(call.wire)), `${label(call)} exported as ${e.id}`);
+        call.exported = e;
+      }
+      // Stateless MRTR keeps nothing on the server: its journal is the client's requestState.
+      assert.ok(exported.every((e) => !e.tool.endsWith('_plain')), 'no stateless call exported');
+      for (const call of calls) {
+        if (call.wire === 'mrtr') assert.equal(call.exported, undefined, `${label(call)}: stateless, not exported`);
+        else assert.ok(call.exported, `${label(call)} (${call.tool} ${show(call.args)}) not exported`);
+      }
+      assert.equal(exported.length, calls.filter((c) => c.wire !== 'mrtr').length, summary);
+    });
+
+    test('v2\'s code replays each natively: continues, asks again or diverges', { timeout: 300_000 }, async () => {
+      assert.ok(exported, 'exported');
+      const t0 = Date.now();
+      const { reports, table } = await runCheck(v2Dir, join(v2Dir, 'paused.json'));
+      console.log(`${table}\n(the check built in ${checkBuildMs} ms with the workers, ran in ${Date.now() - t0} ms)`);
+      assert.equal(reports.length, exported.length, table);
+      const byId = new Map(reports.map((r) => [r.id, r]));
+      for (const call of calls.filter((c) => c.exported)) {
+        const r = byId.get(call.exported.id);
+        assert.ok(r, `no verdict for ${label(call)} (${call.exported.id})`);
+        assert.equal(r.tool, call.tool, call.exported.id);
+        call.verdict = r;
+      }
+    });
+  });
+
   describe('v2 serves the same storage and keys', { concurrency: 8 }, () => {
     let v2;
     before(async () => { v2 = await serve(v2Dir); });
@@ -763,6 +945,7 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
         const first = await call.send(call.pending);
         const end = await runToEnd(call, first);
         call.v2 = end;
+        call.observed = observe(call, end, mark);
         trace(call, 'v2', end);
         const tickets = hasOnce(call.wire) ? 1 : 0;
         if (e === 'diverges') {
@@ -781,6 +964,18 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
         if (call.case.newKey) assert.ok(newly.includes(call.case.newKey), `the new question asked: ${newly}`);
       });
     }
+  });
+
+  describe('the replay check said what v2 then did', () => {
+    test('each exported call\'s verdict matches what v2 did with it', () => {
+      const checked = calls.filter((c) => c.exported);
+      assert.ok(checked.length > 0, 'calls exported');
+      const rows = checked.map((c) => ({ c, why: mismatch(c) }));
+      const bad = rows.filter((r) => r.why);
+      const table = bad.map(({ c, why }) => `${label(c)} [${c.exported.id}]\n    check: ${verdictText(c.verdict)}\n`
+        + `    v2:    ${observedText(c.observed)}\n    ${why}`).join('\n');
+      assert.equal(bad.length, 0, `${bad.length} of ${checked.length} verdicts do not match what v2 did:\n${table}`);
+    });
   });
 
   describe('rolled back to v1, the same requests continue', { concurrency: 8 }, () => {
