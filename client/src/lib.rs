@@ -46,7 +46,6 @@
 //! - `listen.rs`: a session's `GET` stream read beside a call's.
 
 mod chain;
-mod extra;
 pub mod headers;
 mod listen;
 mod modern;
@@ -56,17 +55,19 @@ mod rounds;
 pub mod schema;
 mod seeds;
 mod session;
+mod settings;
 pub mod sse;
 #[cfg(test)]
 mod tests;
 mod transport;
+mod versions;
 
 use serde_json::{json, Value};
 
 pub use chain::{next_tool, ChainError, Step, MAX_CHAIN};
-pub use extra::{SESSION_VERSIONS, STATELESS_VERSIONS};
 pub use modern::Started;
 pub use rounds::{InputRequired, Retry, Round};
+pub use versions::{SESSION_VERSIONS, STATELESS_VERSIONS};
 
 /// The 2026-07-28 protocol version.
 pub const MODERN: &str = "2026-07-28";
@@ -186,7 +187,7 @@ pub struct Client {
     /// The resume token of the session call in flight.
     resume_token: Option<String>,
     /// The newer settings and what was learned from the server.
-    extra: extra::Extra,
+    settings: settings::Settings,
     /// How to sign in when the server asks (none: a 401 is an error).
     sign_in: Option<std::cell::RefCell<oauth::SignIn>>,
     /// Declare URL-mode elicitation (`elicitation.url`).
@@ -211,7 +212,7 @@ impl Client {
             tools: None,
             resumable: false,
             resume_token: None,
-            extra: extra::Extra::default(),
+            settings: settings::Settings::default(),
             sign_in: None,
             url_elicitation: false,
         }

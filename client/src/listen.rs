@@ -102,10 +102,10 @@ impl Client {
     /// Opens the session's `GET` stream when listening is on and it is not
     /// open; a server that offers none is not asked again this session.
     pub(crate) fn ensure_listening(&mut self) {
-        if !self.extra.listen {
+        if !self.settings.listen {
             return;
         }
-        let inbox = self.extra.inbox.get_or_insert_with(Inbox::new);
+        let inbox = self.settings.inbox.get_or_insert_with(Inbox::new);
         if inbox.listening.is_some() || inbox.refused {
             return;
         }
@@ -120,7 +120,7 @@ impl Client {
             .call()
             .ok()
             .filter(|r| r.content_type() == "text/event-stream");
-        let inbox = self.extra.inbox.get_or_insert_with(Inbox::new);
+        let inbox = self.settings.inbox.get_or_insert_with(Inbox::new);
         match opened {
             Some(resp) => inbox.listening = Some(inbox.read(resp)),
             None => inbox.refused = true,
@@ -178,6 +178,6 @@ impl Client {
     }
 
     fn inbox(&mut self) -> &mut Inbox {
-        self.extra.inbox.get_or_insert_with(Inbox::new)
+        self.settings.inbox.get_or_insert_with(Inbox::new)
     }
 }

@@ -8,10 +8,10 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use crate::extra::STATELESS_VERSIONS;
 use crate::headers::param_headers;
 use crate::rounds::Round;
 use crate::transport::{header_value, rpc_error};
+use crate::versions::STATELESS_VERSIONS;
 use crate::{Client, Error, Result, TASKS};
 
 /// `UnsupportedProtocolVersion`: its data names the versions the server
@@ -97,7 +97,7 @@ impl Client {
             if !renegotiated && code(&err) == Some(UNSUPPORTED_VERSION) {
                 if let Some(v) = agreeable(&err) {
                     renegotiated = true;
-                    self.extra.agreed = Some(v);
+                    self.settings.agreed = Some(v);
                     continue;
                 }
             }
@@ -115,7 +115,7 @@ impl Client {
     /// client must not use a tool with invalid header annotations.
     fn refuse_rejected(&self, params: &Value) -> Result<()> {
         let tool = params["name"].as_str().unwrap_or_default();
-        match self.extra.rejected.iter().find(|(n, _)| n == tool) {
+        match self.settings.rejected.iter().find(|(n, _)| n == tool) {
             Some((_, why)) => Err(Error::Protocol(format!(
                 "tool {tool:?} was left out of the tool list: {why}"
             ))),
@@ -148,7 +148,7 @@ impl Client {
             );
             meta.insert(
                 "io.modelcontextprotocol/clientInfo".into(),
-                self.extra.client_info.clone(),
+                self.settings.client_info.clone(),
             );
         }
         let mut headers: Vec<(String, String)> = vec![

@@ -15,9 +15,9 @@ use std::io::BufReader;
 
 use serde_json::{json, Value};
 
-use crate::extra::SESSION_VERSIONS;
 use crate::sse::{Event, Events};
 use crate::transport::{read_reply, rpc_error};
+use crate::versions::SESSION_VERSIONS;
 use crate::{Client, Error, Result, SESSION};
 
 /// How many times one request may pick its stream up again.
@@ -53,17 +53,17 @@ impl Client {
     /// Opens the session on first use (again after [`Client::close`]), in
     /// the version the server's `initialize` answer chose.
     fn ensure_session(&mut self) -> Result<()> {
-        if let Some((_, given)) = &self.extra.initialized {
+        if let Some((_, given)) = &self.settings.initialized {
             if *given == self.session {
                 return Ok(());
             }
         }
         let id = self.id();
-        let asked = self.extra.version.clone().unwrap_or(SESSION.into());
+        let asked = self.settings.version.clone().unwrap_or(SESSION.into());
         let init = json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
             "protocolVersion": asked,
             "capabilities": self.session_capabilities(),
-            "clientInfo": self.extra.client_info,
+            "clientInfo": self.settings.client_info,
         }});
         let reply = self.post(&[], &init)?;
         if let Some(e) = reply.messages.iter().find_map(rpc_error) {
@@ -82,9 +82,9 @@ impl Client {
             )));
         }
         self.session = reply.session.clone();
-        self.extra.initialized = Some((chosen.to_string(), reply.session));
+        self.settings.initialized = Some((chosen.to_string(), reply.session));
         // A GET stream of an earlier session is not this one's.
-        self.extra.inbox = None;
+        self.settings.inbox = None;
         let done = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         self.post(&self.session_headers(), &done)?;
         Ok(())
@@ -107,7 +107,7 @@ impl Client {
                 .find_map(rpc_error)
                 .unwrap_or_else(|| Error::Protocol(format!("{method} failed"))));
         }
-        if self.extra.listen {
+        if self.settings.listen {
             return self.listen_for(method, &id, resp);
         }
         let mut pos = Position::default();

@@ -8,25 +8,8 @@ use serde_json::{json, Map, Value};
 
 use crate::{Client, Wire, MODERN, SESSION};
 
-/// The protocol versions the stateless wire speaks, newest first.
-pub const STATELESS_VERSIONS: &[&str] = &[MODERN];
-/// The protocol versions a session speaks, newest first.
-pub const SESSION_VERSIONS: &[&str] = &[SESSION, "2025-06-18", "2025-03-26"];
-
-impl Wire {
-    /// The wire a protocol version travels on: the stateless one for
-    /// 2026-07-28, a session for the dated versions before it.
-    pub fn for_version(version: &str) -> Wire {
-        if STATELESS_VERSIONS.contains(&version) {
-            Wire::Modern
-        } else {
-            Wire::Session
-        }
-    }
-}
-
 /// Settings and learned state (see the module documentation).
-pub(crate) struct Extra {
+pub(crate) struct Settings {
     /// The version to ask for first ([`Client::with_protocol_version`]).
     pub(crate) version: Option<String>,
     /// The stateless-wire version a server agreed to after refusing the
@@ -49,7 +32,7 @@ pub(crate) struct Extra {
     pub(crate) inbox: Option<crate::listen::Inbox>,
 }
 
-impl Default for Extra {
+impl Default for Settings {
     fn default() -> Self {
         Self {
             version: None,
@@ -75,7 +58,7 @@ impl Client {
     /// server's `initialize` answer chose, if it is one of
     /// [`SESSION_VERSIONS`]. Pair it with [`Wire::for_version`].
     pub fn with_protocol_version(mut self, version: &str) -> Self {
-        self.extra.version = Some(version.to_string());
+        self.settings.version = Some(version.to_string());
         self
     }
 
@@ -83,21 +66,21 @@ impl Client {
     /// a trace id). The `io.modelcontextprotocol/*` entries the 2026-07-28
     /// wire requires are the client's own and win over these.
     pub fn with_request_meta(mut self, key: &str, value: Value) -> Self {
-        self.extra.meta.insert(key.to_string(), value);
+        self.settings.meta.insert(key.to_string(), value);
         self
     }
 
     /// The `clientInfo` sent (in `initialize`, and in each stateless
     /// request's `_meta`); default `durable-mcp-client` and this version.
     pub fn with_client_info(mut self, name: &str, version: &str) -> Self {
-        self.extra.client_info = json!({"name": name, "version": version});
+        self.settings.client_info = json!({"name": name, "version": version});
         self
     }
 
     /// Whether an accepted form answer is completed with the `default` of
     /// each field it leaves out (SEP-1034), before it is sent; default yes.
     pub fn with_elicitation_defaults(mut self, on: bool) -> Self {
-        self.extra.elicitation_defaults = on;
+        self.settings.elicitation_defaults = on;
         self
     }
 
@@ -110,7 +93,7 @@ impl Client {
     /// caller's thread: a server that holds back the headers of its reply
     /// until the other request is answered is not met (its reply times out).
     pub fn with_listen_stream(mut self, on: bool) -> Self {
-        self.extra.listen = on;
+        self.settings.listen = on;
         self
     }
 
@@ -118,22 +101,22 @@ impl Client {
     /// one the client asks for on the wire in use.
     pub fn protocol_version(&self) -> String {
         if self.wire == Wire::Session {
-            if let Some((v, _)) = &self.extra.initialized {
+            if let Some((v, _)) = &self.settings.initialized {
                 return v.clone();
             }
-            return self.extra.version.clone().unwrap_or(SESSION.into());
+            return self.settings.version.clone().unwrap_or(SESSION.into());
         }
-        self.extra
+        self.settings
             .agreed
             .clone()
-            .or_else(|| self.extra.version.clone())
+            .or_else(|| self.settings.version.clone())
             .unwrap_or(MODERN.into())
     }
 
     /// The tools the last [`Client::list_tools`] left out, each with why
     /// (an invalid `x-mcp-header` annotation): a client must not call them.
     pub fn rejected_tools(&self) -> &[(String, String)] {
-        &self.extra.rejected
+        &self.settings.rejected
     }
 
     /// An `elicitation/create` answered by the handler; an accepted form
@@ -143,7 +126,7 @@ impl Client {
         let form = params.get("mode").is_none_or(|m| m == "form");
         let schema = &params["requestedSchema"];
         // `accept` makes the answer an object, so indexing it cannot panic.
-        if self.extra.elicitation_defaults
+        if self.settings.elicitation_defaults
             && form
             && answer["action"] == "accept"
             && has_defaults(schema)
@@ -156,14 +139,14 @@ impl Client {
     /// `params` with the `_meta` entries of [`Client::with_request_meta`]
     /// added under the caller's own.
     pub(crate) fn with_meta(&self, mut params: Value) -> Value {
-        if self.extra.meta.is_empty() {
+        if self.settings.meta.is_empty() {
             return params;
         }
         if !params["_meta"].is_object() {
             params["_meta"] = json!({});
         }
         if let Some(meta) = params["_meta"].as_object_mut() {
-            for (k, v) in &self.extra.meta {
+            for (k, v) in &self.settings.meta {
                 meta.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
@@ -173,7 +156,7 @@ impl Client {
     /// Keeps the tools whose `x-mcp-header` annotations are valid (on the
     /// 2026-07-28 wire, where they mean headers); records the others.
     pub(crate) fn keep_valid_tools(&mut self, tools: Vec<Value>) -> Vec<Value> {
-        self.extra.rejected.clear();
+        self.settings.rejected.clear();
         if self.wire != Wire::Modern {
             return tools;
         }
@@ -183,7 +166,7 @@ impl Client {
                 Ok(()) => kept.push(tool),
                 Err(why) => {
                     let name = tool["name"].as_str().unwrap_or_default().to_string();
-                    self.extra.rejected.push((name, why));
+                    self.settings.rejected.push((name, why));
                 }
             }
         }
