@@ -688,7 +688,10 @@ impl Cx {
     pub fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ToolError> {
         let mut request = InputRequest::new(method, params);
         let mut st = self.inner.borrow_mut();
-        let inputs = short_digest(&json!(st.read));
+        // What the body read before asking: made only where it is compared
+        // or kept (a replay of the same question on the same code, the
+        // common case, never needs it).
+        let read_digest = |st: &State| short_digest(&json!(st.read));
         if let Some(answer) = st.journal.answers.get(key) {
             let fits = match &answer.outcome {
                 Ok(v) => answer_fits(&request, v),
@@ -696,13 +699,17 @@ impl Cx {
             };
             // Asked otherwise because an answer it was made from changed
             // (asked again and answered differently): a new question.
-            let inputs_changed = answer.inputs.as_ref().is_some_and(|i| *i != inputs);
             if answer.asked == request.digest() {
                 // Checked again in full: a sealed token's journal could not
                 // hold the answer to the form's schema when it was taken. A
                 // protocol error leaves the round unrun and the question open.
                 fits.map_err(|why| ToolError::Protocol(unfit(key, method, &why)))?;
-            } else if fits.is_err() || inputs_changed {
+            } else if fits.is_err()
+                || answer
+                    .inputs
+                    .as_ref()
+                    .is_some_and(|i| *i != read_digest(&st))
+            {
                 // The question changed since it was answered (a deploy
                 // changed the code: a field it now requires, another type)
                 // and the answer no longer fits it: ask the new question.
@@ -741,6 +748,7 @@ impl Cx {
         }
         if let Some(v) = st.offered.remove(key) {
             if answer_fits(&request, &v).is_ok() {
+                let inputs = Some(read_digest(&st));
                 if !request.is_internal() {
                     st.read.push((key.to_string(), short_digest(&v)));
                 }
@@ -750,7 +758,7 @@ impl Cx {
                     Answer {
                         asked,
                         outcome: Ok(v.clone()),
-                        inputs: Some(inputs),
+                        inputs,
                     },
                 );
                 return Ok(v);
@@ -764,7 +772,7 @@ impl Cx {
             }
         }
         if !request.is_internal() {
-            request.inputs = Some(inputs);
+            request.inputs = Some(read_digest(&st));
         }
         st.asked.insert(key.to_string(), request);
         Err(ToolError::Suspend(Suspended(())))
