@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
+use crate::admin::index::{IndexChange, IndexEntry};
+use crate::admin::CallSummary;
 use crate::http::{HttpResponse, SseEvent};
 use crate::protocol::versions::META_SUBSCRIPTION_ID;
 use crate::protocol::ListKind;
@@ -51,6 +53,9 @@ pub enum Effect {
     WakeBy(u64),
     /// Delete this object's storage and close its open streams.
     DeleteStorage,
+    /// The admin index changed (a session opened or went): tell the hub,
+    /// with the other changes (a task's entry rides on its `TaskChanged`).
+    Indexed(IndexChange),
 }
 
 impl Effect {
@@ -81,6 +86,10 @@ pub struct TaskChange {
     pub principal: String,
     /// The task as `tasks/get` would show it now.
     pub task: Value,
+    /// The task as an operator's listing shows it (the hub keeps it in
+    /// the admin index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<Box<CallSummary>>,
 }
 
 /// What changed, as the Worker tells the listen hub.
@@ -92,6 +101,9 @@ pub struct Changes {
     /// Tasks that changed.
     #[serde(default)]
     pub tasks: Vec<TaskChange>,
+    /// Changes to the admin index (the first hub shard keeps it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub index: Vec<IndexChange>,
 }
 
 impl Changes {
@@ -101,7 +113,18 @@ impl Changes {
         for e in effects {
             match e {
                 Effect::ListChanged(k) => c.lists.push(*k),
-                Effect::TaskChanged(t) => c.tasks.push(t.clone()),
+                Effect::TaskChanged(t) => {
+                    // The summary travels once, in the index's entry.
+                    let mut t = t.clone();
+                    c.index.push(IndexChange::Put(IndexEntry {
+                        handle: crate::admin::summary::task_id(&t.task_id),
+                        object: format!("task:{}", t.task_id),
+                        kind: crate::admin::Kind::Task,
+                        summary: t.summary.take().map(|s| *s),
+                    }));
+                    c.tasks.push(t);
+                }
+                Effect::Indexed(i) => c.index.push(i.clone()),
                 _ => {}
             }
         }
@@ -110,7 +133,7 @@ impl Changes {
 
     /// Nothing changed.
     pub fn is_empty(&self) -> bool {
-        self.lists.is_empty() && self.tasks.is_empty()
+        self.lists.is_empty() && self.tasks.is_empty() && self.index.is_empty()
     }
 }
 
@@ -213,10 +236,12 @@ mod tests {
             task_id: id.into(),
             principal: who.into(),
             task: json!({"taskId": id, "status": "working"}),
+            summary: None,
         };
         let frames = l.frames_for(&Changes {
             lists: vec![ListKind::Tools, ListKind::Prompts, ListKind::Resources],
             tasks: vec![task("t1", "bob"), task("t2", "ann")],
+            index: Vec::new(),
         });
         assert_eq!(frames.len(), 1);
         let frame: Value = serde_json::from_str(&frames[0].data).expect("json");
@@ -225,6 +250,7 @@ mod tests {
         let frames = l.frames_for(&Changes {
             lists: Vec::new(),
             tasks: vec![task("t1", "ann")],
+            index: Vec::new(),
         });
         let frame: Value = serde_json::from_str(&frames[0].data).expect("json");
         assert_eq!(frame["method"], "notifications/tasks");

@@ -93,7 +93,7 @@ pub fn open(ring: &KeyRing, id: &str) -> Option<IdClaims> {
 /// `<version>.<payload>.<tag>`: `claims` as base64url JSON, MAC'd under the
 /// state key `kid` in `domain` (the tag cut to [`TAG_BYTES`]: it travels in
 /// URLs and cookies).
-fn sign<C: Serialize>(
+pub(crate) fn sign<C: Serialize>(
     ring: &KeyRing,
     kid: &str,
     version: &str,
@@ -110,7 +110,7 @@ fn sign<C: Serialize>(
 
 /// The claims of what [`sign`] made, if its tag verifies under the key
 /// the claims name (`kid`); nothing else in them is trusted before that.
-fn verify<C: for<'de> Deserialize<'de>>(
+pub(crate) fn verify<C: for<'de> Deserialize<'de>>(
     ring: &KeyRing,
     signed: &str,
     version: &str,

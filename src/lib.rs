@@ -19,6 +19,7 @@
 //! - [`testing`]: a test server that routes and applies effects like the Worker.
 //! - `worker` (wasm32, feature `worker`): the Cloudflare glue behind [`entry!`].
 
+pub mod admin;
 pub mod app;
 pub mod auth;
 pub mod effects;
@@ -37,6 +38,7 @@ pub mod session;
 pub mod store;
 pub mod testing;
 pub mod token;
+pub mod trace;
 
 /// The tasks extension (a part of the [`server`]; also here for short paths).
 pub use server::task;

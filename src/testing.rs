@@ -47,6 +47,8 @@ pub struct TestObject {
     pub session: MemorySessionStore,
     /// Its storage as a task sees it.
     pub task: MemoryTaskStore,
+    /// Its storage as the hub's admin index sees it.
+    pub index: crate::admin::index::MemoryIndex,
     /// When its alarm fires next (ms since the epoch).
     pub alarm_at: Option<u64>,
 }
@@ -102,6 +104,9 @@ pub struct TestServer {
     /// What a wrapping `@cloudflare/workers-oauth-provider` hands the
     /// Worker as `ctx.props` (JSON), in `OAUTH_WRAPPER` mode.
     pub props: Option<String>,
+    /// The log lines the server wrote (each round's line and span), oldest
+    /// first, as the Worker writes them to the console.
+    pub logs: Vec<String>,
 }
 
 /// The native stand-in for the issuer's keys and WebCrypto: a signature
@@ -215,11 +220,18 @@ impl TestServer {
             verifier: Box::new(TestKeys::default()),
             props: None,
             seen: Default::default(),
+            logs: Vec::new(),
         }
     }
 
     /// Sends one HTTP request the way the Worker receives it.
-    pub fn send(&mut self, mut req: HttpRequest) -> TestReply {
+    pub fn send(&mut self, req: HttpRequest) -> TestReply {
+        let reply = self.send_one(req);
+        self.logs.extend(self.server.take_logs());
+        reply
+    }
+
+    fn send_one(&mut self, mut req: HttpRequest) -> TestReply {
         // What the Worker copies out of a client's request: the headers the
         // server reads from a client, nothing else.
         let wanted = host::client_headers(&self.server);
@@ -244,6 +256,11 @@ impl TestServer {
             random: [self.next_random; 16],
         };
         self.live = None;
+        self.refresh_paused(&env);
+        // As the Worker does: an operator's request goes its own way.
+        if host::admin::is_admin_path(&req.path) {
+            return self.admin(req, &env);
+        }
         // As the Worker does: the caller checked before anything is routed.
         if let Err(reply) = host::authenticate_props(&self.server, &mut req, self.props.as_deref())
         {
@@ -286,6 +303,53 @@ impl TestServer {
         };
         self.apply(None, &reply.effects);
         read(reply)
+    }
+
+    /// As the Worker does, now and then: reads the paused tools from the
+    /// hub. (Not counted in [`TestServer::cost`]: one request per isolate
+    /// every few seconds, not per call.)
+    fn refresh_paused(&mut self, env: &Env) {
+        if let Some((name, req)) = host::admin::refresh(&self.server, env.now_ms) {
+            let counted = self.requests;
+            let reply = self.in_object(&name, &req, env);
+            self.requests = counted;
+            host::admin::refreshed(&self.server, &reply.response, env.now_ms);
+        }
+    }
+
+    /// An admin request, as the Worker serves one: the operator found, then
+    /// each object the job asks sent its request.
+    fn admin(&mut self, req: HttpRequest, env: &Env) -> TestReply {
+        let name = match host::admin::operator(&self.server, &req, env.now_ms) {
+            host::admin::Operator::Yes(name) => name,
+            host::admin::Operator::No(reply) => return read(reply),
+            host::admin::Operator::Verify => match block_on(host::admin::verify(
+                &self.server,
+                &req,
+                env.now_ms,
+                &*self.verifier,
+                &self.seen,
+            )) {
+                Ok(name) => name,
+                Err(reply) => return read(reply),
+            },
+        };
+        let (mut job, mut step) = host::admin::start(&self.server, &req, &name, env);
+        loop {
+            match step {
+                host::admin::Step::Answer(reply) => {
+                    self.apply(None, &reply.effects);
+                    return read(reply);
+                }
+                host::admin::Step::Ask(asks) => {
+                    let answers = asks
+                        .into_iter()
+                        .map(|(name, r)| self.in_object(&name, &r, env).response)
+                        .collect();
+                    step = job.resume(&self.server, answers);
+                }
+            }
+        }
     }
 
     /// Every paused call the server keeps (durable calls waiting for
@@ -340,6 +404,11 @@ impl TestServer {
 
     /// Fires every alarm that is due at `now_ms`, applying what they do.
     pub fn fire_alarms(&mut self) {
+        let env = Env {
+            now_ms: self.now_ms,
+            random: [0; 16],
+        };
+        self.refresh_paused(&env);
         let due: Vec<String> = self
             .objects
             .iter()
@@ -352,14 +421,17 @@ impl TestServer {
             };
             o.alarm_at = None;
             self.requests.object_requests += 1;
+            let o = &self.objects[&name];
             let stores = Stores {
                 call: &o.call,
                 session: &o.session,
                 task: &o.task,
+                index: &o.index,
             };
             let effects =
                 block_on(host::alarm(&self.server, &stores, self.now_ms)).unwrap_or_default();
             self.apply(Some(&name), &effects);
+            self.logs.extend(self.server.take_logs());
         }
     }
 
@@ -379,6 +451,7 @@ impl TestServer {
             call: &object.call,
             session: &object.session,
             task: &object.task,
+            index: &object.index,
         };
         let reply = block_on(host::handle_in_object(&self.server, req, env, &stores));
         self.apply(Some(name), &reply.effects);
@@ -406,7 +479,7 @@ impl TestServer {
         }
         for effect in effects {
             match effect {
-                Effect::ListChanged(_) | Effect::TaskChanged(_) => {}
+                Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
                 Effect::Listen(l) => {
                     self.listeners.push(l.clone());
                     self.listener_hubs

@@ -268,6 +268,15 @@ impl Client {
             .and_then(|s| s.borrow_mut().grant(&self.url).cloned())
     }
 
+    /// The access token kept for this server, refreshed first when it has
+    /// expired (or is about to) and can be; `None` if not signed in. For
+    /// requests to the same server that are not MCP (its admin API, say):
+    /// it never starts a sign-in, and a failed refresh gives the old token,
+    /// which the server then refuses.
+    pub fn access_token(&self) -> Option<String> {
+        self.sign_in.as_ref()?.borrow_mut().bearer(&self.url)
+    }
+
     /// In a 2025-11-25 session, declares resumable requests (seed 001) and
     /// picks a call's stream up with `requests/resume` (its original id and
     /// resume token) instead of `GET` + `Last-Event-ID`.

@@ -35,6 +35,8 @@ pub struct Tool {
     /// Changes this code has that `cx.patched` asks about after a pause
     /// ([`Tool::patch`]).
     pub(crate) patches: Vec<String>,
+    /// Answer keys whose values an operator may see ([`Tool::admin_shows`]).
+    pub(crate) admin_shows: Vec<String>,
 }
 
 impl Tool {
@@ -75,7 +77,18 @@ impl Tool {
             scopes: Vec::new(),
             version: None,
             patches: Vec::new(),
+            admin_shows: Vec::new(),
         }
+    }
+
+    /// Lets an operator see the answers under these keys in a call's
+    /// history (the admin API, the console, `durable-mcp admin calls
+    /// show`). Every other answer shows as `"[hidden]"`: what a user
+    /// typed is theirs, so values are hidden unless the tool opts in.
+    pub fn admin_shows(mut self, keys: &[&str]) -> Self {
+        self.admin_shows
+            .extend(keys.iter().map(|k| (*k).to_string()));
+        self
     }
 
     /// Declares this tool's code version (`"2"`, `"2026-11-26"`, a git

@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::trail::{Asked, Mark, RoundEnd, Trail};
 use crate::error::McpError;
 use sha2::{Digest, Sha256};
 
@@ -190,6 +191,10 @@ pub struct Journal {
     /// never carries them here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub invocation: Option<Invocation>,
+    /// What an operator reads of the call's past (see [`Trail`]): kept
+    /// where the server keeps the journal, never in a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trail: Option<Box<Trail>>,
 }
 
 /// What a kept call runs: its tool and arguments.
@@ -230,8 +235,10 @@ impl Journal {
     /// every question again in full; a journal the server keeps (a task's,
     /// a durable call's, a session's) stays whole, since it is shown again.
     pub fn compacted(mut self) -> Self {
-        // The request carries the tool and arguments already.
+        // The request carries the tool and arguments already; the trail
+        // is for kept calls only.
         self.invocation = None;
+        self.trail = None;
         for request in self.pending.values_mut() {
             // A URL elicitation keeps its (small) params: its id is what
             // tells the user's consent from the page's completion.
@@ -303,6 +310,45 @@ impl Journal {
             }
         }
         taken
+    }
+
+    /// Records a round that ended in `end` at `now_ms` in the journal's
+    /// [`Trail`]: the round, what is pending now (a paused round's
+    /// questions), and the time of each answer and effect that appeared
+    /// since the last mark. `owner` is kept from the first mark on.
+    pub fn mark(&mut self, now_ms: u64, end: RoundEnd, why: Option<&str>, owner: &str) {
+        let asked = if end == RoundEnd::Paused {
+            self.pending
+                .iter()
+                .map(|(key, r)| Asked {
+                    key: key.clone(),
+                    method: r.method.clone(),
+                    message: r.params["message"].as_str().map(str::to_string),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let mark = Mark {
+            round: self.round.max(1),
+            at_ms: now_ms,
+            code: self.code.last().cloned().unwrap_or_default(),
+            end,
+            asked,
+            why: why.map(str::to_string),
+        };
+        let trail = self
+            .trail
+            .get_or_insert_with(|| Box::new(Trail::new(owner, now_ms)));
+        trail.record(mark, self.answers.keys(), self.once.keys());
+    }
+
+    /// When the call last changed, per its trail (0 without one).
+    pub fn last_marked_ms(&self) -> u64 {
+        self.trail
+            .as_ref()
+            .and_then(|t| t.last())
+            .map_or(0, |m| m.at_ms)
     }
 
     /// Whether nothing of the call is recorded yet: its first run.

@@ -14,6 +14,7 @@
 mod cx;
 mod handler;
 mod journal;
+mod trail;
 mod url;
 
 use std::collections::BTreeMap;
@@ -30,6 +31,7 @@ pub use journal::{
     answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Invocation, Journal,
     CHECKPOINT, DETACH, JOURNAL_VERSION, TIMER,
 };
+pub use trail::{Asked, Mark, RoundEnd, Trail, MAX_MARKS};
 pub use url::{OutOfBand, UrlCompletion, UrlElicitation};
 
 use crate::error::{ErrorKind, McpError};

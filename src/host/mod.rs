@@ -15,6 +15,7 @@
 //! - `page.rs`: pages beside `/mcp`, and a page's completion of a URL-mode
 //!   elicitation in the object that keeps the call.
 
+pub mod admin;
 mod auth;
 mod cors;
 mod object;
@@ -27,6 +28,7 @@ pub use object::{alarm, handle_in_object, hub_broadcast};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};
 
+use crate::admin::index::IndexStore;
 use crate::server::task::TaskStore;
 use crate::session::SessionStore;
 use crate::store::CallStore;
@@ -41,4 +43,6 @@ pub struct Stores<'a> {
     pub session: &'a dyn SessionStore,
     /// A task's storage.
     pub task: &'a dyn TaskStore,
+    /// The hub's admin index (see [`crate::admin::index`]).
+    pub index: &'a dyn IndexStore,
 }

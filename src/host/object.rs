@@ -13,6 +13,7 @@ use super::route::{
     TASK_ID_HEADER,
 };
 use super::Stores;
+use crate::admin::index::{IndexChange, IndexEntry};
 use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
@@ -30,17 +31,30 @@ pub async fn handle_in_object(
     if req.header(ELICITATION_HEADER).is_some() {
         return super::page::serve(server, req, env, super::page::Keeper::Object(stores)).await;
     }
+    // An operator's request, sent by the Worker's admin path.
+    if req.header(super::admin::object::ADMIN_HEADER).is_some() {
+        return super::admin::object::serve(server, req, env, stores).await;
+    }
     match req.header(HUB_HEADER) {
         Some("listen") => return server.serve(req, env, Place::Worker, true, None).await,
         Some("broadcast") => {
-            let changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
+            let mut changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
+            // The first shard keeps the admin index (only it is sent any).
+            for change in std::mem::take(&mut changes.index) {
+                if let Err(e) = stores.index.apply(&change) {
+                    return Reply::new(error_response(&e, None));
+                }
+            }
             return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(changes));
         }
         _ => {}
     }
     if let Some(session_id) = req.header(SESSION_ID_HEADER) {
         let new = req.header(SESSION_NEW_HEADER).is_some();
-        return crate::session::handle(server, req, env, stores.session, session_id, new).await;
+        let mut reply =
+            crate::session::handle(server, req, env, stores.session, session_id, new).await;
+        index_session(&mut reply, session_id, new);
+        return reply;
     }
     if let Some(task_id) = req.header(TASK_ID_HEADER) {
         let host = TaskHost {
@@ -61,6 +75,26 @@ pub async fn handle_in_object(
         .await
 }
 
+/// A session opened or deleted by this reply, for the admin index (the
+/// hub lists a session's calls by asking it).
+fn index_session(reply: &mut Reply, session_id: &str, new: bool) {
+    let handle = crate::admin::summary::session_handle(session_id);
+    if reply.effects.contains(&Effect::DeleteStorage) {
+        reply
+            .effects
+            .push(Effect::Indexed(IndexChange::Remove(handle)));
+    } else if new && reply.response.status < 300 {
+        reply
+            .effects
+            .push(Effect::Indexed(IndexChange::Put(IndexEntry {
+                handle,
+                object: format!("session:{session_id}"),
+                kind: crate::admin::Kind::Session,
+                summary: None,
+            })));
+    }
+}
+
 /// The object's alarm: a session cancels calls past their `maxWait` and
 /// goes when idle; a task runs its next slice (or goes after its TTL); a
 /// call's object (idle past its TTL) goes.
@@ -74,14 +108,21 @@ pub async fn alarm(
             task_id: task.task_id,
             store: stores.task,
         };
-        return crate::server::task::alarm(server, &host, now_ms).await;
+        let handle = crate::admin::summary::task_id(&host.task_id);
+        let mut effects = crate::server::task::alarm(server, &host, now_ms).await?;
+        if effects.contains(&Effect::DeleteStorage) {
+            effects.push(Effect::Indexed(IndexChange::Remove(handle)));
+        }
+        return Ok(effects);
     }
-    if stores.session.meta()?.is_some() {
-        return Ok(vec![crate::session::on_alarm(
-            server,
-            stores.session,
-            now_ms,
-        )?]);
+    if let Some(meta) = stores.session.meta()? {
+        let effect = crate::session::on_alarm(server, stores.session, now_ms)?;
+        let mut effects = vec![effect];
+        if effects.contains(&Effect::DeleteStorage) {
+            let handle = crate::admin::summary::session_handle(&meta.id);
+            effects.push(Effect::Indexed(IndexChange::Remove(handle)));
+        }
+        return Ok(effects);
     }
     // Durable calls: those idle for the whole TTL go; the alarm moves to
     // when the oldest one left would be idle that long. With none left the
@@ -90,7 +131,14 @@ pub async fn alarm(
     // the next call is due a moment later, and an alarm per moment would
     // cost a request and a write each. A call may outlive its TTL by that.
     let ttl = server.config.state_ttl_ms;
-    match stores.call.sweep(now_ms.saturating_sub(ttl))? {
+    // Finished calls stay for operators as long as configured (never past
+    // the TTL); the alarm then comes at the sooner of the two.
+    let retain = server.config.retain_completed_ms.unwrap_or(ttl).min(ttl);
+    let sweep = stores
+        .call
+        .sweep(now_ms.saturating_sub(ttl), now_ms.saturating_sub(retain))?;
+    let ttl = retain;
+    match sweep {
         Some(oldest) => {
             let soonest = now_ms.saturating_add((ttl / 64).max(1));
             Ok(vec![Effect::WakeAt(
@@ -107,13 +155,26 @@ pub async fn alarm(
 pub fn hub_broadcast(server: &Server, changes: &Changes) -> Vec<(String, HttpRequest)> {
     let body = serde_json::to_vec(changes).unwrap_or_default();
     let shards = server.config.listen_shards.max(1);
+    // Only the first shard keeps the admin index: the others are sent the
+    // changes without it.
+    let rest = if changes.index.is_empty() || shards == 1 {
+        body.clone()
+    } else {
+        let mut c = changes.clone();
+        c.index.clear();
+        serde_json::to_vec(&c).unwrap_or_default()
+    };
     (0..shards)
         .map(|shard| {
             let req = HttpRequest {
                 method: "POST".into(),
                 path: "/mcp".into(),
                 headers: vec![(HUB_HEADER.to_string(), "broadcast".to_string())],
-                body: body.clone(),
+                body: if shard == 0 {
+                    body.clone()
+                } else {
+                    rest.clone()
+                },
             };
             (super::route::hub_name(shard, shards), req)
         })

@@ -416,7 +416,7 @@ async fn complete(
             match call.status {
                 CallStatus::AwaitingInput => {}
                 CallStatus::Running => return Ok(Err(409)),
-                CallStatus::Completed => return Ok(Err(404)),
+                CallStatus::Completed | CallStatus::Cancelled => return Ok(Err(404)),
             }
             if call
                 .journal
@@ -474,7 +474,7 @@ async fn complete(
 /// approval button), no scripts or requests to anywhere by default, forms
 /// post only here, no referrer (the URL holds the elicitation's id), no
 /// type sniffing, never cached (a page that completes something).
-const SECURITY_HEADERS: [(&str, &str); 5] = [
+pub(crate) const SECURITY_HEADERS: [(&str, &str); 5] = [
     (
         "content-security-policy",
         "default-src 'none'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; \

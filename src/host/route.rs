@@ -53,7 +53,8 @@ pub(super) const ELICITATION_HEADER: &str = "x-durable-mcp-elicitation";
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
 /// `listen` or `broadcast`, on requests to the hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 7] = [
+const INTERNAL_HEADERS: [&str; 8] = [
+    super::admin::object::ADMIN_HEADER,
     ELICITATION_HEADER,
     CALL_ID_HEADER,
     SESSION_ID_HEADER,
@@ -314,7 +315,7 @@ fn new_durable_call_id(shards: u32, env: &Env) -> String {
 /// The object holding durable call `id`: its shard's (`calls:<n>`), or its
 /// own (`call:<id>`) for an id that names no shard. (A plain id is hex, so
 /// it never starts with `s`.)
-fn call_object_name(id: &str) -> String {
+pub(crate) fn call_object_name(id: &str) -> String {
     let shard = id
         .strip_prefix('s')
         .and_then(|rest| rest.split_once('-'))

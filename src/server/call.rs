@@ -16,7 +16,9 @@ use serde_json::{json, Map, Value};
 use super::round::{self, Kept, Site, Step};
 use super::target::Target;
 use super::{Ctx, Server};
-use crate::engine::{digest_json, ClientCaps, InputRequest, Invocation, Journal, Run, TaskMode};
+use crate::engine::{
+    digest_json, ClientCaps, InputRequest, Invocation, Journal, RoundEnd, Run, TaskMode,
+};
 use crate::error::{ErrorKind, McpError};
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
@@ -96,6 +98,10 @@ pub(crate) struct RoundInput<'a> {
     pub(crate) args_in_token: bool,
     /// Whether the call may become a task (a task tool, the extension declared).
     pub(crate) task_mode: TaskMode,
+    /// The wire, as traces name it (`mrtr`, `saga`, `sketch`, `task`).
+    pub(crate) wire: &'static str,
+    /// The client's W3C `traceparent` (`_meta.traceparent`), if any.
+    pub(crate) traceparent: Option<String>,
 }
 
 /// How a round ended.
@@ -161,8 +167,6 @@ pub(crate) async fn run_round(
     let offered = take_answers(&mut journal, input.answers.clone());
     let site = call.site(&input, ctx, offered);
     let (run, written) = run_claiming(server, &input, journal, site, &call, claim_row).await?;
-    // Only a claim that was written has to be released.
-    let claimed = before.as_ref().filter(|_| written);
     let step = Step::of(run.outcome, matches!(input.target, Target::Tool(_)));
     call.keep(
         server,
@@ -170,8 +174,7 @@ pub(crate) async fn run_round(
         ctx,
         step,
         (run.notifications, run.status),
-        &before,
-        claimed,
+        (&before, written),
     )
 }
 
@@ -312,7 +315,6 @@ impl<'a> Call<'a> {
     /// Keeps what the round's step says: the result (and, durable, the
     /// completed call), the pause (a sealed token; durable, the stored
     /// call), or, on a failure or a parked call, the claim released.
-    #[allow(clippy::too_many_arguments)]
     fn keep(
         &self,
         server: &Server,
@@ -320,26 +322,67 @@ impl<'a> Call<'a> {
         ctx: &Ctx<'_>,
         step: Step,
         (notifications, status): (Vec<Value>, Option<String>),
-        before: &Option<(&Durable<'_>, Journal)>,
-        claimed: Option<&(&Durable<'_>, Journal)>,
+        (before, claimed): (&Option<(&Durable<'_>, Journal)>, bool),
     ) -> Result<Round, McpError> {
         let now = ctx.env.now_ms;
+        let (end, why) = round::end_of(&step);
+        let sid = self.sid(ctx);
+        let ended = round::Ended {
+            call_id: &sid,
+            tool: &self.target_name,
+            wire: input.wire,
+            principal: &ctx.caller.principal,
+            now_ms: now,
+            round: self.claims.as_ref().map_or(0, |c| c.round) + 1,
+            traceparent: input.traceparent.as_deref(),
+            error: round::error_of(&step),
+        };
+        // What a kept call's row holds after this round: the journal as
+        // the round found it, its trail marked.
+        let marked = |journal: &Journal, answers: bool| {
+            let mut j = journal.clone();
+            if answers {
+                j.accept_answers(input.answers.clone());
+            }
+            round::record(server, Some(&mut j), end, why.as_deref(), &ended);
+            j
+        };
         let outcome = match step {
             Step::Done(v) => RoundOutcome::Complete(v),
             Step::Refused(m) => {
                 if let Some((d, before)) = before {
-                    finish(d, before, CallStatus::Completed, now, None)?;
+                    finish(d, &marked(before, true), CallStatus::Completed, now, None)?;
                 }
+                round::record(server, None, end, why.as_deref(), &ended);
                 return Err(McpError::invalid_params(m));
             }
             Step::Paused { requests, journal } => {
-                return self.pause(server, input, ctx, requests, journal, notifications, status)
+                return self.pause(
+                    server,
+                    input,
+                    ctx,
+                    requests,
+                    journal,
+                    (notifications, status),
+                    &ended,
+                )
             }
             // Release the claim so a corrected retry (or, parked, the same
             // retry after a rollback) can run the round.
             Step::Failed(e) | Step::Parked(e) => {
-                if let Some((d, before)) = claimed {
-                    finish(d, before, CallStatus::AwaitingInput, now, None)?;
+                // Only a claim that was written has to be released; a
+                // parked call's row is written anyway, so that its trail
+                // says it is parked (an operator lists it so).
+                let parked = end == RoundEnd::Parked;
+                match before.as_ref().filter(|_| claimed || parked) {
+                    Some((d, before)) => finish(
+                        d,
+                        &marked(before, false),
+                        CallStatus::AwaitingInput,
+                        now,
+                        None,
+                    )?,
+                    None => round::record(server, None, end, why.as_deref(), &ended),
                 }
                 return Err(e);
             }
@@ -349,9 +392,18 @@ impl<'a> Call<'a> {
             notifications,
             status,
         };
-        if let Some((d, before)) = before {
-            let reply = stored_reply(before.round, &self.answers_digest, &round)?;
-            finish(d, before, CallStatus::Completed, now, Some(reply))?;
+        match before {
+            Some((d, before)) => {
+                let reply = stored_reply(before.round, &self.answers_digest, &round)?;
+                finish(
+                    d,
+                    &marked(before, true),
+                    CallStatus::Completed,
+                    now,
+                    Some(reply),
+                )?;
+            }
+            None => round::record(server, None, end, why.as_deref(), &ended),
         }
         Ok(round)
     }
@@ -366,8 +418,8 @@ impl<'a> Call<'a> {
         ctx: &Ctx<'_>,
         requests: BTreeMap<String, InputRequest>,
         mut journal: Journal,
-        notifications: Vec<Value>,
-        status: Option<String>,
+        (notifications, status): (Vec<Value>, Option<String>),
+        ended: &round::Ended<'_>,
     ) -> Result<Round, McpError> {
         let round_before = journal.round;
         journal.round = round_before + 1;
@@ -408,6 +460,10 @@ impl<'a> Call<'a> {
             journal: (input.task_mode == TaskMode::Allowed).then(|| journal.clone()),
         };
         let Some(d) = self.durable else {
+            // A call that may become a task is recorded by the task.
+            if input.task_mode != TaskMode::Allowed {
+                round::record(server, None, RoundEnd::Paused, None, ended);
+            }
             return Ok(Round {
                 outcome,
                 notifications,
@@ -426,6 +482,7 @@ impl<'a> Call<'a> {
             status: None,
         };
         let stored = stored_reply(round_before, &self.answers_digest, &reply)?;
+        round::record(server, Some(&mut journal), RoundEnd::Paused, None, ended);
         d.store.save(
             &d.call_id,
             &StoredCall {
@@ -574,6 +631,9 @@ fn claim(
             j
         }
         Some(s) => {
+            if s.status == CallStatus::Cancelled {
+                return Err(cancelled_by_operator());
+            }
             if s.status == CallStatus::Completed || s.version != c.round {
                 let exact = s
                     .last_reply
@@ -604,6 +664,14 @@ fn claim(
         updated_ms: now_ms,
     };
     Ok(Claimed::Run(journal, Some(row)))
+}
+
+/// What a client coming back to a call an operator cancelled is told.
+pub(crate) fn cancelled_by_operator() -> McpError {
+    McpError::new(
+        ErrorKind::RequestCancelled,
+        "Request cancelled: an operator cancelled this call",
+    )
 }
 
 fn finish(

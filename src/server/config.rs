@@ -68,6 +68,26 @@ pub struct Config {
     /// How long a task the code cannot replay waits before its alarm tries
     /// again (`PARKED_RETRY_SECONDS`, default 60).
     pub parked_retry_ms: u64,
+    /// Operators' bearer tokens and the name each stands for
+    /// (`ADMIN_TOKENS`, the form of `API_TOKENS`); with OAuth on, a token
+    /// with [`admin_scope`](Self::admin_scope) is an operator too. Neither:
+    /// the admin paths do not exist.
+    pub admin_tokens: Vec<(String, String)>,
+    /// The OAuth scope that makes a signed-in user an operator
+    /// (`ADMIN_SCOPE`, default `mcp:admin`).
+    pub admin_scope: String,
+    /// How long a finished durable call (completed, failed, cancelled)
+    /// and a finished task are kept for operators, in ms
+    /// (`RETAIN_COMPLETED_SECONDS`; default: as long as a paused call,
+    /// `STATE_TTL_SECONDS`, and a task's `ttlMs`).
+    pub retain_completed_ms: Option<u64>,
+    /// The same for a failed task (`RETAIN_FAILED_SECONDS`; default as
+    /// completed).
+    pub retain_failed_ms: Option<u64>,
+    /// Log a structured line per round (`ROUND_LOGS`, default on; `0` off).
+    pub round_logs: bool,
+    /// Log an OTLP/JSON span per round (`ROUND_SPANS`, default on; `0` off).
+    pub round_spans: bool,
 }
 
 impl Default for Config {
@@ -97,11 +117,23 @@ impl Default for Config {
             call_shards: 16,
             worker_version: String::new(),
             parked_retry_ms: 60 * 1000,
+            admin_tokens: Vec::new(),
+            admin_scope: "mcp:admin".into(),
+            retain_completed_ms: None,
+            retain_failed_ms: None,
+            round_logs: true,
+            round_spans: true,
         }
     }
 }
 
 impl Config {
+    /// Whether the admin API and console exist: an admin token is
+    /// configured, or OAuth sign-in is on (a token with the admin scope).
+    pub fn admin_enabled(&self) -> bool {
+        !self.admin_tokens.is_empty() || self.oauth.is_some()
+    }
+
     /// Reads the configuration from a lookup of Worker vars/secrets by name.
     ///
     /// - `SERVER_NAME`, `SERVER_VERSION`, `INSTRUCTIONS`
@@ -125,6 +157,11 @@ impl Config {
     /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
     /// - `CALL_SHARDS`: how many objects hold the durable calls (default 16;
     ///   `0`: one object per call)
+    /// - `ADMIN_TOKENS` (secret), `ADMIN_SCOPE`: who may use the admin API
+    ///   and console (`docs/OPERATE.md`); `RETAIN_COMPLETED_SECONDS`,
+    ///   `RETAIN_FAILED_SECONDS`: how long finished calls stay listed
+    /// - `ROUND_LOGS`, `ROUND_SPANS`: `0` turns off the log line or the span
+    ///   each round writes
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -204,6 +241,22 @@ impl Config {
         if let Some(n) = num("CALL_SHARDS")? {
             c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
         }
+        if let Some(v) = get("ADMIN_TOKENS") {
+            c.admin_tokens = crate::auth::parse_api_tokens(&v)
+                .map_err(|e| e.replacen("API_TOKENS", "ADMIN_TOKENS", 1))?;
+        }
+        if let Some(v) = get("ADMIN_SCOPE").filter(|v| !v.trim().is_empty()) {
+            c.admin_scope = v.trim().to_string();
+        }
+        if let Some(n) = num("RETAIN_COMPLETED_SECONDS")? {
+            c.retain_completed_ms = Some(n.saturating_mul(1000));
+        }
+        if let Some(n) = num("RETAIN_FAILED_SECONDS")? {
+            c.retain_failed_ms = Some(n.saturating_mul(1000));
+        }
+        let off = |name: &str| get(name).is_some_and(|v| matches!(v.trim(), "0" | "false" | "off"));
+        c.round_logs = !off("ROUND_LOGS");
+        c.round_spans = !off("ROUND_SPANS");
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");
         }

@@ -36,7 +36,9 @@ mod streamless;
 mod target;
 pub mod task;
 
-pub(crate) use call::{input_responses, run_round, state_param, RoundInput, RoundOutcome};
+pub(crate) use call::{
+    cancelled_by_operator, input_responses, run_round, state_param, RoundInput, RoundOutcome,
+};
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
 pub use config::Config;
 pub(crate) use methods::{call_target, capabilities, stateless_method};
@@ -73,6 +75,11 @@ pub struct Server {
     pub config: Config,
     /// Tools, resources, prompts.
     pub registry: Registry,
+    /// The tools an operator paused, as this isolate last read them.
+    pub paused: crate::admin::index::PausedTools,
+    /// Log lines the last requests wrote (a round's line and span), for
+    /// the host to write out ([`Server::take_logs`]).
+    logs: std::cell::RefCell<Vec<String>>,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -116,6 +123,20 @@ pub(crate) enum Place<'a> {
     Task(&'a TaskHost<'a>),
 }
 
+impl Server {
+    /// Queues a log line for the host to write.
+    pub(crate) fn log(&self, line: String) {
+        self.logs.borrow_mut().push(line);
+    }
+
+    /// The log lines written since the last call, oldest first: the host
+    /// writes them out (the Worker to the console, where Workers Logs and
+    /// Logpush read them; a test reads them).
+    pub fn take_logs(&self) -> Vec<String> {
+        std::mem::take(&mut *self.logs.borrow_mut())
+    }
+}
+
 /// A fresh call id from the request's randomness.
 pub fn new_call_id(env: &Env) -> String {
     crate::engine::hex(&env.random)
@@ -124,7 +145,12 @@ pub fn new_call_id(env: &Env) -> String {
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
-        Self { config, registry }
+        Self {
+            config,
+            registry,
+            paused: Default::default(),
+            logs: Default::default(),
+        }
     }
 
     /// Handles one HTTP request outside any Durable Object (a test, or a
@@ -477,6 +503,12 @@ pub fn error_response(e: &McpError, id: Option<&Value>) -> HttpResponse {
         }
         ErrorKind::MethodNotAllowed => {
             resp = resp.with_header("allow", "POST");
+        }
+        // When to try again, where the error says (a paused tool).
+        ErrorKind::Unavailable => {
+            if let Some(s) = e.data.as_ref().and_then(|d| d["retryAfter"].as_u64()) {
+                resp = resp.with_header("retry-after", s.to_string());
+            }
         }
         _ => {}
     }

@@ -38,6 +38,8 @@ pub(crate) async fn call(
             log_level: meta.log_level.clone(),
             args_in_token: false,
             task_mode: TaskMode::Off,
+            wire: "mrtr",
+            traceparent: super::round::traceparent(&request.params),
         },
         ctx,
     )

@@ -100,7 +100,42 @@ pub(crate) async fn run(
     journal: Journal,
     site: Site,
 ) -> Run<Value> {
+    if let Target::Tool(t) = target {
+        if server.paused.contains(&t.name) {
+            return Run {
+                outcome: Outcome::Error(paused_tool(&t.name, !journal.is_fresh())),
+                notifications: Vec::new(),
+                status: None,
+            };
+        }
+    }
     run_target(server, target, cx(server, journal, site), args).await
+}
+
+/// How long a client is told to wait before it tries a paused tool again.
+pub(crate) const PAUSED_RETRY_AFTER_S: u64 = 30;
+
+/// The error a round of a tool an operator paused ends in (`503`, with
+/// `Retry-After`): a new call is refused; a call already under way
+/// (`kept`) is parked, kept as it was until the tool is resumed.
+pub(crate) fn paused_tool(tool: &str, kept: bool) -> McpError {
+    McpError::new(
+        ErrorKind::Unavailable,
+        format!("Service unavailable: the tool {tool:?} is paused by an operator; try again later"),
+    )
+    .with_data(serde_json::json!({
+        "tool": tool,
+        "paused": true,
+        "kept": kept,
+        "retryAfter": PAUSED_RETRY_AFTER_S,
+    }))
+}
+
+/// Whether an error keeps its call as it was (parked): the code changed
+/// under it, or its tool is paused.
+fn parks(e: &McpError) -> bool {
+    e.kind == ErrorKind::CodeChanged
+        || (e.kind == ErrorKind::Unavailable && e.data.as_ref().is_some_and(|d| d["kept"] == true))
 }
 
 /// How a round ended, as every keeper reads it.
@@ -132,8 +167,143 @@ impl Step {
             }
             Outcome::ToolFailed(m) => Step::Refused(m),
             Outcome::InputRequired { requests, journal } => Step::Paused { requests, journal },
-            Outcome::Error(e) if e.kind == ErrorKind::CodeChanged => Step::Parked(e),
+            Outcome::Error(e) if parks(&e) => Step::Parked(e),
             Outcome::Error(e) => Step::Failed(e),
         }
     }
+}
+
+/// A round as it ended, for its keeper's record ([`record`]).
+pub(crate) struct Ended<'a> {
+    /// The call's id (a durable call's, a task's, a session call's).
+    pub(crate) call_id: &'a str,
+    /// The tool (prompt, resource) it runs.
+    pub(crate) tool: &'a str,
+    /// The wire: `mrtr`, `saga`, `sketch`, `session` or `task`.
+    pub(crate) wire: &'static str,
+    /// Who runs it (the principal's name).
+    pub(crate) principal: &'a str,
+    /// When it ended (the request's clock).
+    pub(crate) now_ms: u64,
+    /// The round's number, where no kept journal says it.
+    pub(crate) round: u32,
+    /// The client's W3C `traceparent` (from the request's `_meta`), if any.
+    pub(crate) traceparent: Option<&'a str>,
+    /// The JSON-RPC error it ended in, if any (code, kind).
+    pub(crate) error: Option<(i64, String)>,
+}
+
+/// Records how a round ended: in the journal's trail where its keeper
+/// keeps one (see [`crate::engine::Trail`]), and as a log line and a span
+/// ([`crate::trace`]) for the host to write.
+pub(crate) fn record(
+    server: &Server,
+    journal: Option<&mut Journal>,
+    end: crate::engine::RoundEnd,
+    why: Option<&str>,
+    ended: &Ended<'_>,
+) {
+    let parent = ended.traceparent.and_then(crate::trace::parse_traceparent);
+    let (round, trace_id, started_ms, waited_ms, code, asked) = match journal {
+        Some(j) => {
+            j.mark(ended.now_ms, end, why, ended.principal);
+            let code = j.code.last().cloned().unwrap_or_default();
+            let asked: Vec<String> = j.pending.values().map(|r| r.method.clone()).collect();
+            let round = j.round.max(1);
+            let t = j.trail.get_or_insert_with(Default::default);
+            if t.trace_id.is_empty() {
+                // One trace for the whole call: the client's, or the call's own.
+                t.trace_id = parent
+                    .as_ref()
+                    .map(|(t, _)| t.clone())
+                    .unwrap_or_else(|| crate::trace::trace_id_for(ended.call_id));
+            }
+            (
+                round,
+                t.trace_id.clone(),
+                t.started_ms,
+                t.waited_ms,
+                code,
+                asked,
+            )
+        }
+        None => {
+            let trace = parent
+                .as_ref()
+                .map(|(t, _)| t.clone())
+                .unwrap_or_else(|| crate::trace::trace_id_for(ended.call_id));
+            (
+                ended.round.max(1),
+                trace,
+                ended.now_ms,
+                0,
+                String::new(),
+                Vec::new(),
+            )
+        }
+    };
+    let config = &server.config;
+    if !config.round_logs && !config.round_spans {
+        return;
+    }
+    let ev = crate::trace::RoundEvent {
+        call_id: ended.call_id,
+        tool: ended.tool,
+        method: "tools/call",
+        wire: ended.wire,
+        round,
+        outcome: end.as_str(),
+        started_ms,
+        round_start_ms: ended.now_ms,
+        at_ms: ended.now_ms,
+        waited_ms,
+        code: &code,
+        principal: ended.principal,
+        trace_id: &trace_id,
+        parent_span_id: parent.as_ref().map(|(_, s)| s.as_str()),
+        protocol_version: None,
+        session_id: None,
+        request_id: None,
+        error: ended.error.as_ref().map(|(c, k)| (*c, k.as_str())),
+        asked: &asked,
+    };
+    if config.round_logs {
+        server.log(crate::trace::log_line(&ev));
+    }
+    if config.round_spans {
+        server.log(crate::trace::span_line(&ev, &config.name));
+    }
+}
+
+/// The JSON-RPC error a step ended in (code and kind), if any.
+pub(crate) fn error_of(step: &Step) -> Option<(i64, String)> {
+    match step {
+        Step::Parked(e) | Step::Failed(e) => Some((e.code(), format!("{:?}", e.kind))),
+        Step::Refused(_) => Some((-32602, "InvalidParams".into())),
+        _ => None,
+    }
+}
+
+/// How a step ends a round, as the trail records it (and why).
+pub(crate) fn end_of(step: &Step) -> (crate::engine::RoundEnd, Option<String>) {
+    use crate::engine::RoundEnd;
+    match step {
+        Step::Done(v) if v["isError"] == true => {
+            (RoundEnd::Failed, Some("the tool returned an error".into()))
+        }
+        Step::Done(_) => (RoundEnd::Completed, None),
+        Step::Refused(m) => (RoundEnd::Failed, Some(m.clone())),
+        Step::Paused { .. } => (RoundEnd::Paused, None),
+        Step::Parked(e) => (RoundEnd::Parked, Some(e.message.clone())),
+        Step::Failed(e) => (RoundEnd::Failed, Some(e.message.clone())),
+    }
+}
+
+/// The client's W3C `traceparent` in a request's `_meta`, if any.
+pub(crate) fn traceparent(params: &Map<String, Value>) -> Option<String> {
+    params
+        .get("_meta")?
+        .get("traceparent")?
+        .as_str()
+        .map(str::to_string)
 }

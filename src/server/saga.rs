@@ -84,6 +84,8 @@ pub(crate) async fn handle(
             log_level: None,
             args_in_token: true,
             task_mode: TaskMode::Off,
+            wire: "saga",
+            traceparent: super::round::traceparent(&request.params),
         },
         ctx,
     )

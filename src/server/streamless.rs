@@ -72,6 +72,8 @@ pub(crate) async fn handle(
             log_level: None,
             args_in_token: false,
             task_mode: TaskMode::Off,
+            wire: "sketch",
+            traceparent: super::round::traceparent(&request.params),
         },
         ctx,
     )

@@ -8,7 +8,7 @@ use super::events::{log_all, stream_reply};
 use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
-use crate::engine::{ClientCaps, Journal};
+use crate::engine::{ClientCaps, Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, Request};
@@ -278,7 +278,11 @@ pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec
     for mut call in store.calls()? {
         if &call.request_id == request_id && !call.state.is_final() {
             call.state = CallState::Cancelled;
-            call.journal = Journal::new();
+            call.journal = Journal {
+                round: call.journal.round,
+                trail: call.journal.trail.take(),
+                ..Journal::new()
+            };
             store.put_call(&call)?;
             pushes.push(Push {
                 stream: call.stream.clone(),
@@ -338,7 +342,11 @@ async fn advance_once(
         // A paused call whose tool this deploy does not serve: kept.
         Err(_) if call.journal.round > 0 && call.method == "tools/call" => {
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
-            return park(call, before, &crate::engine::tool_gone(name));
+            let gone = crate::engine::tool_gone(name);
+            let error = Some((gone.code(), format!("{:?}", gone.kind)));
+            let end = (RoundEnd::Parked, Some(gone.message.as_str()), error);
+            mark(server, call, meta, env, end, &turn.caller.principal);
+            return park(call, before, &gone);
         }
         Err(e) => {
             call.state = CallState::Failed;
@@ -368,7 +376,10 @@ async fn advance_once(
     let is_tool = call.method == "tools/call";
     let run = round::run(server, &target, args, call.journal.clone(), site).await;
     let mut messages = run.notifications;
-    match Step::of(run.outcome, is_tool) {
+    let step = Step::of(run.outcome, is_tool);
+    let (end, why) = round::end_of(&step);
+    let error = round::error_of(&step);
+    match step {
         Step::Done(v) => {
             call.state = CallState::Completed;
             messages.push(result_response(&call.request_id, session_shape(v)));
@@ -414,14 +425,54 @@ async fn advance_once(
             call.journal = journal;
         }
     }
+    mark(
+        server,
+        call,
+        meta,
+        env,
+        (end, why.as_deref(), error),
+        &turn.caller.principal,
+    );
     if call.state.is_final() {
-        // The journal is no longer needed; keep the row for getStatus.
+        // The journal is no longer needed; keep the row for getStatus,
+        // and its trail for an operator.
         call.journal = Journal {
             round: call.journal.round,
+            trail: call.journal.trail.take(),
             ..Journal::new()
         };
     }
     messages
+}
+
+/// Records how a round of `call` ended in its journal's trail.
+fn mark(
+    server: &Server,
+    call: &mut SessionCall,
+    meta: &SessionMeta,
+    env: &Env,
+    (end, why, error): (RoundEnd, Option<&str>, Option<(i64, String)>),
+    principal: &str,
+) {
+    let params = call.params.as_object();
+    let traceparent = params.and_then(round::traceparent);
+    let mut journal = std::mem::take(&mut call.journal);
+    let ended = round::Ended {
+        call_id: &call.call_id,
+        tool: call.target(),
+        wire: "session",
+        principal: if principal.is_empty() {
+            &meta.principal
+        } else {
+            principal
+        },
+        now_ms: env.now_ms,
+        round: 0,
+        traceparent: traceparent.as_deref(),
+        error,
+    };
+    round::record(server, Some(&mut journal), end, why, &ended);
+    call.journal = journal;
 }
 
 /// A call the tool's new code cannot replay stays open, as it was before

@@ -46,6 +46,20 @@ pub(super) fn log_all(
         .collect()
 }
 
+/// Logs `message` on `stream` and pushes it to whoever holds the stream
+/// open; the stream then closes (the call is over).
+pub(crate) fn logged_push(
+    store: &dyn SessionStore,
+    stream: &str,
+    message: &Value,
+) -> Result<crate::effects::Push, McpError> {
+    Ok(crate::effects::Push {
+        stream: stream.to_string(),
+        events: log_all(store, stream, std::slice::from_ref(message))?,
+        close: true,
+    })
+}
+
 /// A reply carrying `events` of `stream`, after a priming event whose id is
 /// `prime_after` (the position the events follow).
 ///

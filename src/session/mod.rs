@@ -26,6 +26,7 @@ mod store;
 mod streams;
 
 pub(crate) use calls::{complete_url, Refused};
+pub(crate) use events::logged_push;
 pub(crate) use resume::on_alarm;
 pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
 

@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::Journal;
+use crate::admin::summary;
+use crate::admin::{CallSummary, Kind, Status};
+use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
 
 /// The session itself.
@@ -111,6 +113,55 @@ pub struct SessionCall {
     /// answer arriving meanwhile does not run it again.
     #[serde(default)]
     pub claimed_at_ms: u64,
+}
+
+impl SessionCall {
+    /// What the call runs: the tool's or the prompt's name, or the
+    /// resource's URI.
+    pub fn target(&self) -> &str {
+        let p = &self.params;
+        p["name"]
+            .as_str()
+            .or_else(|| p["uri"].as_str())
+            .unwrap_or_default()
+    }
+
+    /// Its admin id's last part: its call id (its stream in rows stored
+    /// before call ids were).
+    pub fn admin_key(&self) -> &str {
+        if self.call_id.is_empty() {
+            &self.stream
+        } else {
+            &self.call_id
+        }
+    }
+
+    /// The call as an operator's listing shows it (admin id
+    /// `s.<digest of the session id>.<call id>`).
+    pub fn summary(&self, meta: &SessionMeta) -> CallSummary {
+        let j = &self.journal;
+        let parked_last = summary::last_end(j).is_some_and(|(e, _)| e == RoundEnd::Parked);
+        let status = match self.state {
+            CallState::Initializing | CallState::Running if parked_last => Status::Parked,
+            CallState::Initializing | CallState::Running => Status::Working,
+            CallState::AwaitingElicit | CallState::AwaitingSample | CallState::AwaitingRoots => {
+                summary::paused(j)
+            }
+            CallState::Completed => Status::Completed,
+            CallState::Failed => Status::Failed,
+            CallState::Cancelled => Status::Cancelled,
+        };
+        let id = summary::session_call_id(&meta.id, self.admin_key());
+        let mut s = summary::base(id, Kind::Session, self.target().to_string(), status, j);
+        if s.principal.is_empty() {
+            s.principal = meta.principal.clone();
+        }
+        s.updated_ms = s.updated_ms.max(self.last_contact_ms);
+        if s.created_ms == 0 {
+            s.created_ms = self.last_contact_ms;
+        }
+        s
+    }
 }
 
 /// Storage of one session.

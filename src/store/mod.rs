@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Journal;
+use crate::admin::summary;
+use crate::admin::{CallSummary, Kind, Status};
+use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
 
 /// How far a durable call has got.
@@ -20,6 +22,8 @@ pub enum CallStatus {
     Running,
     /// Finished; later retries are replays.
     Completed,
+    /// Cancelled by an operator: a retry gets `-32800`.
+    Cancelled,
 }
 
 /// One durable call as stored.
@@ -52,6 +56,35 @@ pub struct StoredReply {
     pub answers: String,
     /// The round's outcome and notifications, as the wire adapters read them.
     pub reply: serde_json::Value,
+}
+
+impl StoredCall {
+    /// The call as an operator's listing shows it (admin id `d.<id>`).
+    pub fn summary(&self, call_id: &str) -> CallSummary {
+        let j = &self.journal;
+        let status = match self.status {
+            CallStatus::Running => Status::Working,
+            CallStatus::AwaitingInput => summary::paused(j),
+            CallStatus::Completed => match summary::last_end(j) {
+                Some((RoundEnd::Failed, _)) => Status::Failed,
+                _ => Status::Completed,
+            },
+            CallStatus::Cancelled => Status::Cancelled,
+        };
+        let tool = j
+            .invocation
+            .as_ref()
+            .map(|i| i.tool.clone())
+            .unwrap_or_default();
+        let mut s = summary::base(summary::durable_id(call_id), Kind::Durable, tool, status, j);
+        // The row keeps its own clock: the trail's last mark is when a
+        // round ended, the row's when anything (a claim, a cancel) changed.
+        s.updated_ms = s.updated_ms.max(self.updated_ms);
+        if s.created_ms == 0 {
+            s.created_ms = self.updated_ms;
+        }
+        s
+    }
 }
 
 /// A stored call as the columns of its row (what the Worker's SQLite
@@ -128,8 +161,21 @@ pub trait CallStore {
     /// Writes call `id` (insert or replace).
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError>;
     /// Forgets every call that last changed at or before `cutoff_ms`, and
-    /// says when the oldest remaining one last changed (`None`: none left).
-    fn sweep(&self, cutoff_ms: u64) -> Result<Option<u64>, McpError>;
+    /// every finished one (completed, cancelled) at or before
+    /// `finished_cutoff_ms`; says when the oldest remaining one last
+    /// changed (`None`: none left).
+    fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError>;
+    /// Every call it holds, with its id (an operator's listing).
+    fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
+    /// Forgets call `id` (an operator's purge).
+    fn delete(&self, id: &str) -> Result<(), McpError>;
+}
+
+impl CallStatus {
+    /// Nothing will happen to it any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Cancelled)
+    }
 }
 
 /// A `CallStore` in memory, for tests and benches.
@@ -177,12 +223,30 @@ impl CallStore for MemoryStore {
         Ok(())
     }
 
-    fn sweep(&self, cutoff_ms: u64) -> Result<Option<u64>, McpError> {
+    fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError> {
         let mut calls = self.calls.borrow_mut();
         let before = calls.len();
-        calls.retain(|_, c| c.updated_ms > cutoff_ms);
+        calls.retain(|_, c| {
+            c.updated_ms > cutoff_ms && (!c.status.is_final() || c.updated_ms > finished_cutoff_ms)
+        });
         let gone = (before - calls.len()) as u64;
         self.writes.set(self.writes.get() + gone);
         Ok(calls.values().map(|c| c.updated_ms).min())
+    }
+
+    fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError> {
+        Ok(self
+            .calls
+            .borrow()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect())
+    }
+
+    fn delete(&self, id: &str) -> Result<(), McpError> {
+        if self.calls.borrow_mut().remove(id).is_some() {
+            self.writes.set(self.writes.get() + 1);
+        }
+        Ok(())
     }
 }

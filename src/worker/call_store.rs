@@ -29,6 +29,17 @@ struct Row {
 }
 
 #[derive(Deserialize)]
+struct IdRow {
+    id: String,
+    version: f64,
+    status: String,
+    claimed_at: f64,
+    journal: String,
+    reply: Option<String>,
+    updated_at: f64,
+}
+
+#[derive(Deserialize)]
 struct Oldest {
     oldest: Option<f64>,
 }
@@ -125,12 +136,51 @@ impl CallStore for SqliteStore<'_> {
             .map_err(storage_error)
     }
 
-    fn sweep(&self, cutoff_ms: u64) -> std::result::Result<Option<u64>, McpError> {
+    fn list(&self) -> std::result::Result<Vec<(String, StoredCall)>, McpError> {
+        let rows = super::sql::rows::<IdRow>(
+            &self.sql,
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        rows.into_iter()
+            .map(|r| {
+                let call = CallRow {
+                    version: r.version as i64,
+                    status: r.status,
+                    claimed_at: r.claimed_at as i64,
+                    journal: r.journal,
+                    reply: r.reply,
+                    updated_at: r.updated_at as i64,
+                }
+                .call()?;
+                Ok((r.id, call))
+            })
+            .collect()
+    }
+
+    fn delete(&self, id: &str) -> std::result::Result<(), McpError> {
+        super::sql::run(
+            &self.sql,
+            "DELETE FROM durable_calls WHERE id = ?",
+            vec![SqlStorageValue::from(id.to_string())],
+        )
+        .map(|_| ())
+        .map_err(storage_error)
+    }
+
+    fn sweep(
+        &self,
+        cutoff_ms: u64,
+        finished_cutoff_ms: u64,
+    ) -> std::result::Result<Option<u64>, McpError> {
         // An object that never stored a call has no table: nothing to sweep.
         let swept = super::sql::run(
             &self.sql,
-            "DELETE FROM durable_calls WHERE updated_at <= ?",
-            vec![int(cutoff_ms)],
+            "DELETE FROM durable_calls WHERE updated_at <= ? \
+             OR (status IN ('completed', 'cancelled') AND updated_at <= ?)",
+            vec![int(cutoff_ms), int(finished_cutoff_ms)],
         )
         .map_err(storage_error)?;
         if !swept {

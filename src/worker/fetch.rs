@@ -28,7 +28,10 @@ use slab::Slab;
 
 use super::convert::{read_body, to_http_head, to_web_response};
 use super::keys::WebCrypto;
-use super::{broadcast, built, forward, js, request_env, server, Build, Isolate};
+use super::{
+    broadcast, built, forward, js, read_response, refresh_paused, request_env, server, Build,
+    Isolate,
+};
 use crate::auth::SeenTokens;
 use crate::error::McpError;
 use crate::host::{self, Authenticated, Cors, Route};
@@ -82,6 +85,11 @@ fn serve(
 ) -> JsValue {
     let server = &isolate.server;
     let now = request_env();
+    refresh_paused(&isolate, &env, now.now_ms);
+    // An operator's request goes its own way (`host::admin`).
+    if host::admin::is_admin_path(&http.path) {
+        return later(admin(isolate.clone(), env, req, http, now));
+    }
     // The built-in authorization server in front checked the token; the
     // caller is what it hands over (`ctx.props`). Read on every request:
     // props arriving while that mode is off are refused, not ignored.
@@ -154,6 +162,52 @@ async fn signed_in(
         return unreadable(&e);
     }
     respond(&isolate, &env, http, now).await
+}
+
+/// An admin request: its operator found (an OAuth token verified first),
+/// then each object the job asks sent its request, all of a step at once.
+async fn admin(
+    isolate: Rc<Isolate>,
+    env: Env,
+    req: web_sys::Request,
+    mut http: HttpRequest,
+    now: ServerEnv,
+) -> Result<web_sys::Response> {
+    let server = &isolate.server;
+    if let Err(e) = read_body(&req, &mut http, server.config.max_body_bytes).await {
+        return unreadable(&e);
+    }
+    let name = match host::admin::operator(server, &http, now.now_ms) {
+        host::admin::Operator::Yes(name) => name,
+        host::admin::Operator::No(reply) => return to_web_response(reply.response),
+        host::admin::Operator::Verify => {
+            let seen = SEEN.with(|s| s.clone());
+            match host::admin::verify(server, &http, now.now_ms, &WebCrypto, &seen).await {
+                Ok(name) => name,
+                Err(reply) => return to_web_response(reply.response),
+            }
+        }
+    };
+    let (mut job, mut step) = host::admin::start(server, &http, &name, &now);
+    loop {
+        match step {
+            host::admin::Step::Answer(reply) => {
+                broadcast(server, &env, &reply.effects).await;
+                return to_web_response(reply.response);
+            }
+            host::admin::Step::Ask(asks) => {
+                let sent = asks.iter().map(|(name, r)| async {
+                    match forward(&env, name, r, None).await {
+                        Ok(resp) => read_response(resp).await,
+                        // An object that did not answer: the job reads a 502.
+                        Err(_) => crate::http::HttpResponse::empty(502),
+                    }
+                });
+                let answers = futures_util::future::join_all(sent).await;
+                step = job.resume(server, answers);
+            }
+        }
+    }
 }
 
 /// The body-read callback: `head` is the request's key in [`HEADS`],
@@ -236,6 +290,10 @@ fn promise(future: Pin<Box<dyn Future<Output = Result<web_sys::Response>>>>) -> 
 /// A response as the runtime takes it; an error (a failed JS call, never a
 /// protocol error: those are responses) is logged and answered with a 500.
 fn settle(response: Result<web_sys::Response>) -> JsValue {
+    // Every response passes here: the log lines its rounds queued go out.
+    if let Some(isolate) = built() {
+        super::write_logs(&isolate.server);
+    }
     match response {
         Ok(r) => r.into(),
         Err(e) => {

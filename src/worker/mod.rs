@@ -15,12 +15,14 @@
 //! - `keys.rs`: OAuth signing keys: the issuer's JWKS cached per isolate,
 //!   signatures verified with WebCrypto.
 //! - `object.rs`: the Durable Object: stores, open streams, applying effects.
-//! - `call_store.rs`, `session_store.rs`, `task_store.rs`: SQLite storage;
+//! - `call_store.rs`, `session_store.rs`, `task_store.rs`, `index_store.rs`
+//!   (the hub's admin index): SQLite storage;
 //!   `sql.rs`: what they share (a missing table reads as empty).
 
 mod call_store;
 mod convert;
 mod fetch;
+mod index_store;
 mod js;
 mod keys;
 mod object;
@@ -144,6 +146,50 @@ pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
             worker::console_error!("broadcast to {name} failed: {e}");
         }
     }
+}
+
+/// Writes the log lines the server queued (each round's line and span) to
+/// the console, where `wrangler tail`, Workers Logs and Logpush read them.
+pub(crate) fn write_logs(server: &Server) {
+    for line in server.take_logs() {
+        web_sys::console::log_1(&line.into());
+    }
+}
+
+/// An object's answer as the core reads it (the admin path's fan-out).
+pub(crate) async fn read_response(resp: web_sys::Response) -> crate::http::HttpResponse {
+    let status = resp.status();
+    let body = match resp.array_buffer() {
+        Ok(p) => match wasm_bindgen_futures::JsFuture::from(p).await {
+            Ok(buf) => js_sys::Uint8Array::new(&buf).to_vec(),
+            Err(_) => Vec::new(),
+        },
+        Err(_) => Vec::new(),
+    };
+    crate::http::HttpResponse {
+        status,
+        headers: Vec::new(),
+        body: crate::http::Body::Bytes(body),
+    }
+}
+
+/// Reads the paused tools from the hub when this isolate's copy is due
+/// ([`host::admin::refresh`]), without holding up the request in hand.
+pub(crate) fn refresh_paused(isolate: &Rc<Isolate>, env: &Env, now_ms: u64) {
+    let Some((name, req)) = host::admin::refresh(&isolate.server, now_ms) else {
+        return;
+    };
+    let isolate = isolate.clone();
+    let env = env.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        match forward(&env, &name, &req, None).await {
+            Ok(resp) => {
+                let resp = read_response(resp).await;
+                host::admin::refreshed(&isolate.server, &resp, now_ms);
+            }
+            Err(e) => worker::console_error!("reading the paused tools failed: {e}"),
+        }
+    });
 }
 
 /// Random bytes drawn from the runtime at a time (see [`request_env`]).

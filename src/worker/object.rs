@@ -13,6 +13,7 @@ use worker::{Env, Request, Response, Result, State};
 
 use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
+use super::index_store::SqliteIndex;
 use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
@@ -70,14 +71,19 @@ impl Object {
             &isolate.object_headers,
         )
         .await?;
-        let (call, session, task) = self.storage();
+        let (call, session, task, index) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
+            index: &index,
         };
-        let reply = host::handle_in_object(server, &http, &request_env(), &stores).await;
-        self.apply(server, reply).await
+        let env = request_env();
+        super::refresh_paused(&isolate, &self.env, env.now_ms);
+        let reply = host::handle_in_object(server, &http, &env, &stores).await;
+        let response = self.apply(server, reply).await;
+        super::write_logs(server);
+        response
     }
 
     /// The object's alarm.
@@ -87,30 +93,43 @@ impl Object {
         let server = &isolate.server;
         // Firing, it is no longer armed.
         self.alarm.set(Some(None));
-        let (call, session, task) = self.storage();
+        let (call, session, task, index) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
+            index: &index,
         };
-        let effects = host::alarm(server, &stores, request_env().now_ms)
+        let now_ms = request_env().now_ms;
+        super::refresh_paused(&isolate, &self.env, now_ms);
+        let effects = host::alarm(server, &stores, now_ms)
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
         let reply = Reply {
             response: crate::http::HttpResponse::empty(204),
             effects,
         };
-        self.apply(server, reply).await
+        let response = self.apply(server, reply).await;
+        super::write_logs(server);
+        response
     }
 
     /// The object's SQLite as a durable call's, a session's and a task's
     /// store (the core decides which it is; none writes until it must).
-    fn storage(&self) -> (SqliteStore<'_>, SqliteSessionStore<'_>, SqliteTaskStore) {
+    fn storage(
+        &self,
+    ) -> (
+        SqliteStore<'_>,
+        SqliteSessionStore<'_>,
+        SqliteTaskStore,
+        SqliteIndex,
+    ) {
         let sql = self.state.storage().sql();
         (
             SqliteStore::new(sql.clone(), &self.call_table),
             SqliteSessionStore::new(sql.clone(), &self.session_meta),
-            SqliteTaskStore::new(sql),
+            SqliteTaskStore::new(sql.clone()),
+            SqliteIndex::new(sql),
         )
     }
 
@@ -121,7 +140,7 @@ impl Object {
         for effect in &reply.effects {
             match effect {
                 // Sent to the hub below, together.
-                Effect::ListChanged(_) | Effect::TaskChanged(_) => {}
+                Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
                 Effect::Listen(listen) => {
                     let (tx, rx) = unbounded();
                     self.listeners.borrow_mut().push((tx, listen.clone()));

@@ -129,20 +129,34 @@ fn update(
 fn cancel(
     server: &Server,
     host: &TaskHost<'_>,
-    mut t: TaskRecord,
+    t: TaskRecord,
     now: u64,
 ) -> Result<MethodReply, McpError> {
+    let effects = cancel_task(server, host, t, now, "Cancelled by the client")?;
+    Ok(MethodReply {
+        effects: effects.unwrap_or_default(),
+        ..MethodReply::plain(ack())
+    })
+}
+
+/// Cancels `t` unless it has ended (`None` then): the alarm will not run
+/// it again; `why` becomes its status message.
+pub(crate) fn cancel_task(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut t: TaskRecord,
+    now: u64,
+    why: &str,
+) -> Result<Option<Vec<crate::effects::Effect>>, McpError> {
     if t.status.is_terminal() {
-        return Ok(MethodReply::plain(ack()));
+        return Ok(None);
     }
     t.status = TaskStatus::Cancelled;
-    t.status_message = Some("Cancelled by the client".into());
+    t.status_message = Some(why.into());
     t.journal.pending.clear();
     t.timers.clear();
     t.updated_ms = now;
-    let effects = store(server, host, t, now)?;
-    Ok(MethodReply {
-        effects,
-        ..MethodReply::plain(ack())
-    })
+    let end = (crate::engine::RoundEnd::Cancelled, Some(why), None);
+    super::slice::mark(server, &mut t, end, now);
+    store(server, host, t, now).map(Some)
 }

@@ -23,7 +23,7 @@ mod record;
 mod slice;
 mod start;
 
-pub(crate) use methods::{handle as handle_method, is_task_method};
+pub(crate) use methods::{cancel_task, handle as handle_method, is_task_method};
 pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub use slice::alarm;
 pub(crate) use slice::complete_url;
@@ -108,5 +108,14 @@ pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
 
 /// When a task and its storage go: `ttlMs` after it was created.
 pub(crate) fn expires_at(server: &Server, t: &TaskRecord) -> u64 {
-    t.created_ms.saturating_add(server.config.task_ttl_ms)
+    let ttl = t.created_ms.saturating_add(server.config.task_ttl_ms);
+    // A finished task stays for operators as long as configured for its
+    // outcome (never past its ttlMs, which the client was promised).
+    let c = &server.config;
+    let retain = match t.status {
+        TaskStatus::Failed => c.retain_failed_ms.or(c.retain_completed_ms),
+        s if s.is_terminal() => c.retain_completed_ms,
+        _ => None,
+    };
+    retain.map_or(ttl, |r| ttl.min(t.updated_ms.saturating_add(r)))
 }

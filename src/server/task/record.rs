@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::admin::summary;
+use crate::admin::{CallSummary, Kind, Status};
 use crate::engine::{ClientCaps, Journal};
 use crate::error::McpError;
 
@@ -91,6 +93,43 @@ pub struct TaskRecord {
     /// the task (a cancel) notices.
     #[serde(default)]
     pub version: u64,
+}
+
+impl TaskRecord {
+    /// The task as an operator's listing shows it (admin id `t.<digest of
+    /// the task id>`).
+    pub fn summary(&self) -> CallSummary {
+        let j = &self.journal;
+        let stuck = self
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("Stuck"));
+        let status = match self.status {
+            TaskStatus::Working if stuck => Status::Parked,
+            TaskStatus::Working if !j.pending.is_empty() => Status::Waiting,
+            TaskStatus::Working => Status::Working,
+            TaskStatus::InputRequired => summary::paused(j),
+            TaskStatus::Completed if self.result.as_ref().is_some_and(|r| r["isError"] == true) => {
+                Status::Failed
+            }
+            TaskStatus::Completed => Status::Completed,
+            TaskStatus::Failed => Status::Failed,
+            TaskStatus::Cancelled => Status::Cancelled,
+        };
+        let id = summary::task_id(&self.task_id);
+        let mut s = summary::base(id, Kind::Task, self.tool.clone(), status, j);
+        s.principal = if self.caller.principal.is_empty() {
+            self.principal.clone()
+        } else {
+            self.caller.principal.clone()
+        };
+        s.created_ms = self.created_ms;
+        s.updated_ms = self.updated_ms;
+        if let Some(m) = &self.status_message {
+            s.note = Some(m.clone());
+        }
+        s
+    }
 }
 
 /// Storage of one task (one Durable Object holds one task). Synchronous:

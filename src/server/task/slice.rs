@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
 use crate::app::CallToolResult;
 use crate::effects::{Effect, TaskChange};
-use crate::engine::{ClientCaps, Outcome, Run, TaskMode, TIMER};
+use crate::engine::{ClientCaps, Outcome, RoundEnd, Run, TaskMode, TIMER};
 use crate::error::McpError;
 use crate::server::{round, Kept, Server, Site, Step, Target};
 
@@ -54,7 +54,7 @@ pub async fn alarm(
     let Some(tool) = server.registry.find_tool(&task.tool) else {
         // Not served by this deploy: kept for a rollback (see `settle`).
         let gone = fail(crate::engine::tool_gone(&task.tool));
-        settle(&mut task, gone, now_ms);
+        settle(server, &mut task, gone, now_ms);
         let retry = server.config.parked_retry_ms;
         return parked(store(server, host, task, now_ms), now_ms, retry, expires);
     };
@@ -87,7 +87,7 @@ pub async fn alarm(
             return Ok(vec![Effect::WakeAt(expires)]);
         }
     }
-    let stuck = settle(&mut task, run, now_ms);
+    let stuck = settle(server, &mut task, run, now_ms);
     let effects = store(server, host, task, now_ms);
     if stuck {
         return parked(effects, now_ms, server.config.parked_retry_ms, expires);
@@ -160,6 +160,7 @@ pub(super) fn store(
         task_id: task.task_id.clone(),
         principal: task.principal.clone(),
         task: super::detailed(server, &task),
+        summary: Some(Box::new(task.summary())),
     };
     Ok(vec![
         Effect::WakeAt(next_wake(server, &task, now_ms)),
@@ -179,12 +180,16 @@ fn fail(e: McpError) -> Run<Value> {
 /// Applies one run of the body to the task: its result, its error, or
 /// what it waits on now.
 /// True when the task is parked (see [`Step::Parked`]).
-pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) -> bool {
+pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, now_ms: u64) -> bool {
     if run.status.is_some() {
         task.status_message = run.status;
     }
     task.updated_ms = now_ms;
-    match Step::of(run.outcome, true) {
+    let step = Step::of(run.outcome, true);
+    let (end, why) = round::end_of(&step);
+    let error = round::error_of(&step);
+    let parked = matches!(step, Step::Parked(_));
+    match step {
         // A tool error is a result (`isError`), not a failed task.
         Step::Done(result) => {
             task.status = TaskStatus::Completed;
@@ -205,7 +210,6 @@ pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) -> boo
                 _ => String::new(),
             };
             task.status_message = Some(format!("Stuck: {}{versions}", e.message));
-            return true;
         }
         Step::Failed(e) => {
             task.status = TaskStatus::Failed;
@@ -235,7 +239,35 @@ pub(super) fn settle(task: &mut TaskRecord, run: Run<Value>, now_ms: u64) -> boo
         task.journal.pending.clear();
         task.timers.clear();
     }
-    false
+    mark(server, task, (end, why.as_deref(), error), now_ms);
+    parked
+}
+
+/// Records how a round of `task` ended in its journal's trail.
+pub(super) fn mark(
+    server: &Server,
+    task: &mut TaskRecord,
+    (end, why, error): (RoundEnd, Option<&str>, Option<(i64, String)>),
+    now_ms: u64,
+) {
+    let principal = if task.caller.principal.is_empty() {
+        task.principal.clone()
+    } else {
+        task.caller.principal.clone()
+    };
+    let ended = round::Ended {
+        call_id: &task.task_id,
+        tool: &task.tool,
+        wire: "task",
+        principal: &principal,
+        now_ms,
+        round: 0,
+        traceparent: None,
+        error,
+    };
+    let mut journal = std::mem::take(&mut task.journal);
+    round::record(server, Some(&mut journal), end, why, &ended);
+    task.journal = journal;
 }
 
 /// When the task's alarm must fire next: now when it can go on, when its

@@ -51,6 +51,8 @@ pub(crate) async fn call(
             log_level: meta.log_level.clone(),
             args_in_token: false,
             task_mode: TaskMode::Allowed,
+            wire: "task",
+            traceparent: crate::server::round::traceparent(&request.params),
         },
         ctx,
     )
@@ -96,7 +98,7 @@ pub(crate) async fn call(
         notifications: Vec::new(),
         status: round.status.clone(),
     };
-    settle(&mut task, run, now);
+    settle(server, &mut task, run, now);
     let effects = store(server, host, task.clone(), now)?;
     let mut result = task_fields(server, &task);
     result["resultType"] = json!("task");

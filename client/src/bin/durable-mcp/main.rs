@@ -9,6 +9,7 @@
 //! durable-mcp login <url> [--client-id ID [--client-secret S]]
 //!                   [--client-metadata-url URL] [--no-browser]
 //! durable-mcp logout <url>
+//! durable-mcp admin <url> calls|tools|console ...
 //! ```
 //!
 //! A server that asks for sign-in (a 401) gets it: `login` ahead of time,
@@ -19,8 +20,10 @@
 //! request asks you for the model's reply. Progress and task status show on
 //! stderr. Chained calls (`_meta.nextTool`) are followed, checked. See
 //! `--help` for answering from a pipe. `new` writes a new worker crate
-//! (`new.rs`, from the files in `templates/`).
+//! (`new.rs`, from the files in `templates/`). `admin` drives the server's
+//! admin API (`admin.rs`).
 
+mod admin;
 mod login;
 mod new;
 mod prompt;
@@ -40,6 +43,9 @@ USAGE
                   [--durable] [--task] [--oauth] [--dir <path>]
   durable-mcp login <url> [sign-in options]
   durable-mcp logout <url>
+  durable-mcp admin <url> calls list|show|cancel|export|purge [options]
+  durable-mcp admin <url> tools list|pause|resume [name]
+  durable-mcp admin <url> console [--no-browser]
 
 OPTIONS
   --arg key=value   an argument; the value is read as JSON when it parses
@@ -85,6 +91,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let outcome = match args.first().map(String::as_str) {
         Some("new") => new::run(&args[1..]),
+        Some("admin") => admin::run(&args[1..]),
         _ => run(&args),
     };
     match outcome {
@@ -98,9 +105,9 @@ fn main() -> ExitCode {
 
 struct Usage(String);
 
-/// The whole help text: the commands, answering, `new`, exit codes.
+/// The whole help text: the commands, answering, `new`, `admin`, exit codes.
 fn help() -> String {
-    format!("{HELP}\n{}\n{EXIT}", new::help())
+    format!("{HELP}\n{}\n{}\n{EXIT}", new::help(), admin::help())
 }
 
 struct Options {

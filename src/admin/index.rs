@@ -1,0 +1,147 @@
+//! The index an operator's listing starts from. Durable calls need none:
+//! they live in a fixed set of call shards, each listed whole. Tasks and
+//! sessions each live in an object of their own, so the hub (the first
+//! listen shard, which already hears of every task change) keeps an entry
+//! for each: a task's with its summary (updated by the change the task
+//! sends anyway, so listing tasks reads one object), a live session's with
+//! only where it is (its calls are read from it when listed). The hub keeps
+//! the tools an operator paused too.
+//!
+//! Entries name objects by the task's or session's real id (the index is
+//! internal); the admin answers show only their digests.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::model::{CallSummary, Kind};
+use crate::error::McpError;
+
+/// One task or live session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IndexEntry {
+    /// Its admin id (`t.<h>`) or id prefix (`s.<h>`).
+    pub handle: String,
+    /// The object that keeps it (`task:<id>`, `session:<id>`).
+    pub object: String,
+    /// A task or a session.
+    pub kind: Kind,
+    /// A task's summary as of its last change (a session's calls are read
+    /// from the session).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<CallSummary>,
+}
+
+/// A change to the index, sent to the hub with the other changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IndexChange {
+    /// Insert or replace an entry.
+    Put(IndexEntry),
+    /// Forget the entry with this handle (a session deleted, a task gone).
+    Remove(String),
+}
+
+/// The index's storage (the hub object's SQLite in the Worker).
+pub trait IndexStore {
+    /// Applies a change.
+    fn apply(&self, change: &IndexChange) -> Result<(), McpError>;
+    /// Every entry.
+    fn entries(&self) -> Result<Vec<IndexEntry>, McpError>;
+    /// The tools an operator paused.
+    fn paused_tools(&self) -> Result<Vec<String>, McpError>;
+    /// Pauses (`true`) or resumes a tool.
+    fn set_paused(&self, tool: &str, paused: bool) -> Result<(), McpError>;
+}
+
+/// An [`IndexStore`] in memory, for tests.
+#[derive(Debug, Default)]
+pub struct MemoryIndex {
+    entries: RefCell<BTreeMap<String, IndexEntry>>,
+    paused: RefCell<BTreeSet<String>>,
+}
+
+impl MemoryIndex {
+    /// An empty index.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl IndexStore for MemoryIndex {
+    fn apply(&self, change: &IndexChange) -> Result<(), McpError> {
+        let mut entries = self.entries.borrow_mut();
+        match change {
+            IndexChange::Put(e) => {
+                entries.insert(e.handle.clone(), e.clone());
+            }
+            IndexChange::Remove(h) => {
+                entries.remove(h);
+            }
+        }
+        Ok(())
+    }
+
+    fn entries(&self) -> Result<Vec<IndexEntry>, McpError> {
+        Ok(self.entries.borrow().values().cloned().collect())
+    }
+
+    fn paused_tools(&self) -> Result<Vec<String>, McpError> {
+        Ok(self.paused.borrow().iter().cloned().collect())
+    }
+
+    fn set_paused(&self, tool: &str, paused: bool) -> Result<(), McpError> {
+        let mut set = self.paused.borrow_mut();
+        if paused {
+            set.insert(tool.to_string());
+        } else {
+            set.remove(tool);
+        }
+        Ok(())
+    }
+}
+
+/// How long an isolate trusts what it last read of the paused tools before
+/// it reads them again (in the background: the request in hand does not
+/// wait). A pause reaches every isolate within this.
+pub const PAUSED_REFRESH_MS: u64 = 10_000;
+
+/// An isolate's copy of the tools an operator paused.
+#[derive(Debug, Default)]
+pub struct PausedTools {
+    tools: RefCell<BTreeSet<String>>,
+    /// When it was last read (`None`: never) or a read was started.
+    read_ms: std::cell::Cell<Option<u64>>,
+}
+
+impl PausedTools {
+    /// Whether `tool` is paused, as far as this isolate knows.
+    pub fn contains(&self, tool: &str) -> bool {
+        !self.tools.borrow().is_empty() && self.tools.borrow().contains(tool)
+    }
+
+    /// Whether a read is due at `now_ms`; marks one started (so one read
+    /// is in flight per isolate).
+    pub fn due(&self, now_ms: u64) -> bool {
+        let due = self
+            .read_ms
+            .get()
+            .is_none_or(|at| now_ms.saturating_sub(at) >= PAUSED_REFRESH_MS);
+        if due {
+            self.read_ms.set(Some(now_ms));
+        }
+        due
+    }
+
+    /// What was read (or just written by this isolate).
+    pub fn set(&self, tools: impl IntoIterator<Item = String>, now_ms: u64) {
+        *self.tools.borrow_mut() = tools.into_iter().collect();
+        self.read_ms.set(Some(now_ms));
+    }
+
+    /// The paused tools, sorted.
+    pub fn list(&self) -> Vec<String> {
+        self.tools.borrow().iter().cloned().collect()
+    }
+}

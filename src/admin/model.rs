@@ -1,0 +1,298 @@
+//! What the admin API answers, as JSON (camelCase on the wire): the shapes
+//! the CLI, the console and scripts read.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::{Asked, Mark};
+
+/// Where a call is kept: its wire.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    /// A durable tool's call on a stateless wire (2026-07-28 MRTR, the
+    /// saga methods, the streamless sketch), kept in a call shard.
+    Durable,
+    /// A call on a 2025-11-25 session, kept in the session's object.
+    Session,
+    /// A task (the tasks extension), kept in its own object.
+    Task,
+}
+
+impl Kind {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Durable => "durable",
+            Self::Session => "session",
+            Self::Task => "task",
+        }
+    }
+}
+
+/// Where a call is, as an operator reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// Paused: waiting for the client (a person's answer, the client's
+    /// model, its roots) or for a timer.
+    Waiting,
+    /// A round is running (or a task works).
+    Working,
+    /// Kept as it was because the code changed so that it cannot be
+    /// replayed, or because its tool is paused: it goes on after a fix, a
+    /// rollback or a resume.
+    Parked,
+    /// Finished with a result.
+    Completed,
+    /// Finished with an error (a JSON-RPC error or a tool's error result).
+    Failed,
+    /// Cancelled by an operator or the client.
+    Cancelled,
+}
+
+impl Status {
+    /// Every status, in the order tables show them.
+    pub const ALL: [Status; 6] = [
+        Status::Waiting,
+        Status::Working,
+        Status::Parked,
+        Status::Completed,
+        Status::Failed,
+        Status::Cancelled,
+    ];
+
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Waiting => "waiting",
+            Self::Working => "working",
+            Self::Parked => "parked",
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Reads a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|st| st.as_str() == s)
+    }
+
+    /// Nothing will happen to it any more.
+    pub fn is_final(self) -> bool {
+        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
+    }
+}
+
+/// One call in a listing.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallSummary {
+    /// The admin id: `d.<call id>` (a durable call), `t.<h>` (a task),
+    /// `s.<h>.<stream>` (a session's call), where `<h>` is a digest of the
+    /// task's or session's id (those ids are bearer capabilities: an
+    /// operator's screen never shows them).
+    pub id: String,
+    /// Its wire.
+    pub kind: Kind,
+    /// The tool (or prompt, or resource) it runs.
+    pub tool: String,
+    /// Where it is.
+    pub status: Status,
+    /// Who started it (the principal's name; `""` on an open server).
+    pub principal: String,
+    /// When it started (ms since the epoch).
+    pub created_ms: u64,
+    /// When it last changed (ms since the epoch): a paused call's age runs
+    /// from here.
+    pub updated_ms: u64,
+    /// Rounds run so far.
+    pub round: u32,
+    /// What it waits on (the methods of its pending questions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub waiting_on: Vec<String>,
+    /// A note: why it is parked, failed or cancelled; a task's status
+    /// message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The code version that ran its last round.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub code: String,
+}
+
+/// One answer in a call's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnswerView {
+    /// The key it answers.
+    pub key: String,
+    /// When it came (ms since the epoch; 0: not known, recorded before
+    /// the trail was).
+    pub at_ms: u64,
+    /// `accepted`, `declined`, `cancelled` (an elicitation), `answered`
+    /// (anything else) or `error` (the client reported a failure).
+    pub outcome: String,
+    /// The value, only where the tool shows this key
+    /// (`Tool::admin_shows`); otherwise `"[hidden]"`.
+    pub value: Value,
+}
+
+/// One `once` effect in a call's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectView {
+    /// Its key.
+    pub key: String,
+    /// When it ran (ms since the epoch; 0: not known).
+    pub at_ms: u64,
+}
+
+/// One call, whole: `GET /admin/api/calls/<id>`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallDetail {
+    /// As listed.
+    #[serde(flatten)]
+    pub summary: CallSummary,
+    /// Its arguments (what the client called it with).
+    pub arguments: Value,
+    /// Each round: when, on which code, how it ended, what it asked.
+    pub rounds: Vec<Mark>,
+    /// What it asks now.
+    pub pending: Vec<Asked>,
+    /// The answers it has, values hidden unless the tool shows them.
+    pub answers: Vec<AnswerView>,
+    /// Its `once` effects.
+    pub effects: Vec<EffectView>,
+    /// The code versions that ran it, oldest first.
+    pub code_versions: Vec<String>,
+    /// How long it has waited for the client to answer (ms).
+    pub waited_ms: u64,
+    /// How long it has existed otherwise: rounds, timers, the server's
+    /// own work (ms).
+    pub worked_ms: u64,
+    /// The W3C trace id its rounds' spans carry.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub trace_id: String,
+}
+
+/// What a listing is narrowed to (`GET /admin/api/calls?…`, each optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Filter {
+    /// Only this tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// Only these statuses (`status=waiting,parked`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub status: Vec<Status>,
+    /// Only this principal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<String>,
+    /// Only this wire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// Only calls unchanged for at least this many ms (`olderThan=3600000`,
+    /// or a duration such as `1h` in the query).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub older_than_ms: Option<u64>,
+}
+
+impl Filter {
+    /// Whether `c` passes, at `now_ms`.
+    pub fn admits(&self, c: &CallSummary, now_ms: u64) -> bool {
+        self.tool.as_ref().is_none_or(|t| *t == c.tool)
+            && (self.status.is_empty() || self.status.contains(&c.status))
+            && self.principal.as_ref().is_none_or(|p| *p == c.principal)
+            && self.kind.is_none_or(|k| k == c.kind)
+            && self
+                .older_than_ms
+                .is_none_or(|age| now_ms.saturating_sub(c.updated_ms) >= age)
+    }
+}
+
+/// Counts over every call the server keeps (not only the page).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counts {
+    /// Every kept call.
+    pub total: usize,
+    /// By status (every status named, zeros included).
+    pub by_status: BTreeMap<String, usize>,
+    /// By tool.
+    pub by_tool: BTreeMap<String, usize>,
+    /// Paused calls (waiting or parked) by how long they have waited:
+    /// `<1m`, `<1h`, `<1d`, `≥1d`.
+    pub paused_by_age: BTreeMap<String, usize>,
+}
+
+/// The buckets of [`Counts::paused_by_age`], youngest first.
+pub const AGE_BUCKETS: [(&str, u64); 4] = [
+    ("<1m", 60_000),
+    ("<1h", 3_600_000),
+    ("<1d", 86_400_000),
+    ("≥1d", u64::MAX),
+];
+
+impl Counts {
+    /// Counts `calls` at `now_ms`.
+    pub fn of<'a>(calls: impl IntoIterator<Item = &'a CallSummary>, now_ms: u64) -> Self {
+        let mut c = Counts::default();
+        for s in Status::ALL {
+            c.by_status.insert(s.as_str().to_string(), 0);
+        }
+        for (b, _) in AGE_BUCKETS {
+            c.paused_by_age.insert(b.to_string(), 0);
+        }
+        for call in calls {
+            c.total += 1;
+            *c.by_status
+                .entry(call.status.as_str().to_string())
+                .or_default() += 1;
+            *c.by_tool.entry(call.tool.clone()).or_default() += 1;
+            if matches!(call.status, Status::Waiting | Status::Parked) {
+                let age = now_ms.saturating_sub(call.updated_ms);
+                if let Some((b, _)) = AGE_BUCKETS.iter().find(|(_, max)| age < *max) {
+                    *c.paused_by_age.entry((*b).to_string()).or_default() += 1;
+                }
+            }
+        }
+        c
+    }
+}
+
+/// `GET /admin/api/calls`: one page of the calls that pass the filter
+/// (the longest unchanged first), and counts over all of them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Listing {
+    /// The page.
+    pub calls: Vec<CallSummary>,
+    /// How many pass the filter.
+    pub matched: usize,
+    /// Counts over every kept call, filter or not.
+    pub counts: Counts,
+    /// The cursor of the next page (`cursor=`), if there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// The server's clock when listed (ms since the epoch): ages are
+    /// `now - updatedMs`.
+    pub now_ms: u64,
+    /// Tools paused by an operator.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub paused_tools: Vec<String>,
+}
+
+/// The outcome for each id of a cancel or a purge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Done {
+    /// The ids acted on.
+    pub done: Vec<String>,
+    /// The ids left alone, and why (already finished, not found).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skipped: BTreeMap<String, String>,
+}

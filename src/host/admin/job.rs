@@ -1,0 +1,547 @@
+//! An admin request as a state machine. A listing needs what every call
+//! shard keeps, the hub's index (tasks, live sessions, paused tools) and
+//! then what each live session keeps; acting on calls needs the listing
+//! first (for a filter) and then each object that keeps one. [`start`]
+//! says what to ask first; [`Job::resume`] takes the objects' answers, in
+//! the order asked, and says what next, until it answers.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::object::{self, Ask, Body, Entries};
+use super::pages::{self, Page};
+use super::request::{filter_of, query, Op};
+use crate::admin::index::IndexEntry;
+use crate::admin::summary::{DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
+use crate::admin::{CallDetail, CallSummary, Counts, Done, Filter, Kind, Listing, Status};
+use crate::effects::Reply;
+use crate::error::{ErrorKind, McpError};
+use crate::http::{HttpRequest, HttpResponse};
+use crate::replay::PausedCall;
+use crate::server::{error_response, Env, Server};
+
+/// What a job needs next.
+#[must_use = "a step asks for requests to be sent, or holds the answer"]
+pub enum Step {
+    /// The answer to the admin request.
+    Answer(Reply),
+    /// Send each request to the object named and hand the responses back
+    /// to [`Job::resume`], in this order (an unreachable object: a 502).
+    Ask(Vec<(String, HttpRequest)>),
+}
+
+enum Stage {
+    /// The hub's index and every shard's calls (or, for one call, the
+    /// object that keeps it).
+    Gather,
+    /// Each live session's calls.
+    Sessions,
+    /// The objects acted on.
+    Act,
+    /// One call's object.
+    Show,
+    /// The hub, for a tool's pause.
+    Pause,
+}
+
+/// One admin request under way.
+pub struct Job {
+    op: Op,
+    /// A console page, when the request came from one.
+    page: Option<Page>,
+    operator: String,
+    now_ms: u64,
+    stage: Stage,
+    entries: Vec<IndexEntry>,
+    paused: Vec<String>,
+    calls: Vec<CallSummary>,
+}
+
+fn bad(message: impl Into<String>) -> Reply {
+    Reply::new(error_response(&McpError::invalid_params(message), None))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CancelBody {
+    #[serde(default)]
+    ids: Option<Vec<String>>,
+    #[serde(default)]
+    filter: Option<Filter>,
+    #[serde(default)]
+    all: bool,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PurgeBody {
+    #[serde(default)]
+    status: Vec<Status>,
+    #[serde(default)]
+    older_than_ms: Option<u64>,
+}
+
+/// Starts the admin request `req` of `operator` (already admitted).
+pub fn start(server: &Server, req: &HttpRequest, operator: &str, env: &Env) -> (Job, Step) {
+    let mut job = Job {
+        op: Op::Tools,
+        page: None,
+        operator: operator.to_string(),
+        now_ms: env.now_ms,
+        stage: Stage::Gather,
+        entries: Vec::new(),
+        paused: Vec::new(),
+        calls: Vec::new(),
+    };
+    let path = req.path.split('?').next().unwrap_or(&req.path);
+    let parsed = match path.strip_prefix("/admin/api") {
+        Some(rest) => api(server, req, rest, operator, env.now_ms),
+        None => match pages::parse(server, req, path, env.now_ms) {
+            Ok((op, page)) => {
+                job.page = Some(page);
+                Ok(op)
+            }
+            Err(reply) => Err(reply),
+        },
+    };
+    match parsed {
+        Ok(op) => {
+            job.op = op;
+            let step = job.first(server);
+            (job, step)
+        }
+        Err(reply) => (job, Step::Answer(reply)),
+    }
+}
+
+/// An API request's operation, or its answer when it needs no object.
+fn api(
+    server: &Server,
+    req: &HttpRequest,
+    rest: &str,
+    operator: &str,
+    now_ms: u64,
+) -> Result<Op, Reply> {
+    let method = req.method.as_str();
+    let segments: Vec<String> = rest
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_encoding_decode)
+        .collect();
+    let seg: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match (method, seg.as_slice()) {
+        ("GET", ["calls"]) => {
+            let (filter, limit, cursor) = filter_of(&query(&req.path)).map_err(bad)?;
+            Ok(Op::List {
+                filter,
+                limit,
+                cursor,
+            })
+        }
+        ("POST", ["calls", "cancel"]) => {
+            let body: CancelBody = serde_json::from_slice(&req.body)
+                .map_err(|e| bad(format!("the body does not read: {e}")))?;
+            let filter = body.filter.unwrap_or_default();
+            if body.ids.is_none() && filter == Filter::default() && !body.all {
+                return Err(bad(
+                    "name the calls (ids), a filter, or all: true to cancel every call",
+                ));
+            }
+            Ok(Op::Cancel {
+                ids: body.ids,
+                filter,
+            })
+        }
+        ("GET", ["calls", id]) => Ok(Op::Show((*id).to_string())),
+        ("GET", ["tools"]) => Ok(Op::Tools),
+        ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
+            if server.registry.find_tool(tool).is_none() {
+                return Err(Reply::new(error_response(
+                    &McpError::invalid_params(format!("No tool {tool:?} is served")),
+                    None,
+                )));
+            }
+            Ok(Op::Pause {
+                tool: (*tool).to_string(),
+                pause: *action == "pause",
+            })
+        }
+        ("GET", ["export"]) => {
+            let (mut filter, _, _) = filter_of(&query(&req.path)).map_err(bad)?;
+            if filter.status.is_empty() {
+                filter.status = vec![Status::Waiting, Status::Working, Status::Parked];
+            }
+            Ok(Op::Export(filter))
+        }
+        ("POST", ["purge"]) => {
+            let body: PurgeBody = if req.body.is_empty() {
+                PurgeBody::default()
+            } else {
+                serde_json::from_slice(&req.body)
+                    .map_err(|e| bad(format!("the body does not read: {e}")))?
+            };
+            let mut status: Vec<Status> =
+                body.status.into_iter().filter(|s| s.is_final()).collect();
+            if status.is_empty() {
+                status = vec![Status::Completed, Status::Failed, Status::Cancelled];
+            }
+            Ok(Op::Purge(Filter {
+                status,
+                older_than_ms: body.older_than_ms,
+                ..Filter::default()
+            }))
+        }
+        ("POST", ["console"]) => {
+            let Some(pass) = super::pass::link(server, operator, now_ms) else {
+                return Err(Reply::new(error_response(
+                    &McpError::internal("the console needs STATE_KEYS to sign its links"),
+                    None,
+                )));
+            };
+            let link = format!("/admin/enter?pass={pass}");
+            Err(Reply::new(super::json(200, &json!({ "link": link }))))
+        }
+        _ => Err(super::not_there(req)),
+    }
+}
+
+/// A path segment, percent-decoded.
+fn percent_encoding_decode(s: &str) -> String {
+    form_urlencoded::parse(format!("x={}", s.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default()
+}
+
+/// The names of every call shard.
+fn shards(server: &Server) -> Vec<String> {
+    (0..server.config.call_shards)
+        .map(|n| format!("calls:{n}"))
+        .collect()
+}
+
+fn hub(server: &Server) -> String {
+    crate::host::hub_name(0, server.config.listen_shards.max(1))
+}
+
+fn ask(name: String, op: Ask, body: &Body) -> (String, HttpRequest) {
+    (name, object::request(op, body))
+}
+
+fn read<T: for<'de> Deserialize<'de>>(r: &HttpResponse) -> Option<T> {
+    if r.status != 200 {
+        return None;
+    }
+    match &r.body {
+        crate::http::Body::Bytes(b) => serde_json::from_slice(b).ok(),
+        _ => None,
+    }
+}
+
+impl Job {
+    fn body(&self, ids: Vec<String>) -> Body {
+        Body {
+            ids,
+            tool: None,
+            operator: self.operator.clone(),
+        }
+    }
+
+    /// The first requests.
+    fn first(&mut self, server: &Server) -> Step {
+        let entries = ask(hub(server), Ask::Entries, &Body::default());
+        match &self.op {
+            Op::Tools => Step::Ask(vec![entries]),
+            Op::Pause { tool, pause } => {
+                self.stage = Stage::Pause;
+                let op = if *pause { Ask::Pause } else { Ask::Resume };
+                let body = Body {
+                    tool: Some(tool.clone()),
+                    ..self.body(Vec::new())
+                };
+                Step::Ask(vec![ask(hub(server), op, &body)])
+            }
+            Op::Show(id) if id.starts_with(DURABLE_PREFIX) => {
+                self.stage = Stage::Show;
+                let call_id = &id[DURABLE_PREFIX.len()..];
+                let name = crate::host::route::call_object_name(call_id);
+                Step::Ask(vec![ask(name, Ask::Show, &self.body(vec![id.clone()]))])
+            }
+            Op::Show(_) => Step::Ask(vec![entries]),
+            Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) => {
+                let mut asks = vec![entries];
+                asks.extend(
+                    shards(server)
+                        .into_iter()
+                        .map(|s| ask(s, Ask::List, &Body::default())),
+                );
+                Step::Ask(asks)
+            }
+        }
+    }
+
+    /// Takes the answers to the last step's requests, in order.
+    pub fn resume(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        match self.stage {
+            Stage::Gather => self.gathered(server, answers),
+            Stage::Sessions => {
+                for a in &answers {
+                    self.calls
+                        .extend(read::<Vec<CallSummary>>(a).unwrap_or_default());
+                }
+                self.listed(server)
+            }
+            Stage::Act => self.acted(server, answers),
+            Stage::Show => {
+                let detail = answers.first().and_then(read::<CallDetail>);
+                self.answer_detail(server, detail)
+            }
+            Stage::Pause => {
+                let ok = answers.first().is_some_and(|a| a.status == 200);
+                let Op::Pause { tool, pause } = &self.op else {
+                    return Step::Answer(bad("not a pause"));
+                };
+                if !ok {
+                    return Step::Answer(unreachable());
+                }
+                if let Some(page) = &self.page {
+                    return Step::Answer(page.back_to("/admin"));
+                }
+                Step::Answer(Reply::new(super::json(
+                    200,
+                    &json!({"tool": tool, "paused": pause}),
+                )))
+            }
+        }
+    }
+
+    fn gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        let mut answers = answers.into_iter();
+        let entries: Entries = answers.next().as_ref().and_then(read).unwrap_or_default();
+        self.entries = entries.entries;
+        self.paused = entries.paused;
+        server.paused.set(self.paused.clone(), self.now_ms);
+        for a in answers {
+            self.calls
+                .extend(read::<Vec<CallSummary>>(&a).unwrap_or_default());
+        }
+        match &self.op {
+            Op::Tools => {
+                let tools: Vec<Value> = server
+                    .registry
+                    .tools
+                    .iter()
+                    .map(|t| json!({"name": t.name, "paused": self.paused.contains(&t.name)}))
+                    .collect();
+                Step::Answer(Reply::new(super::json(200, &json!({ "tools": tools }))))
+            }
+            Op::Show(id) => {
+                let Some(object) = self.object_of(id) else {
+                    return self.answer_detail(server, None);
+                };
+                self.stage = Stage::Show;
+                Step::Ask(vec![ask(object, Ask::Show, &self.body(vec![id.clone()]))])
+            }
+            _ => {
+                self.calls
+                    .extend(self.entries.iter().filter_map(|e| e.summary.clone()));
+                let sessions: Vec<(String, HttpRequest)> = self
+                    .entries
+                    .iter()
+                    .filter(|e| e.kind == Kind::Session)
+                    .map(|e| ask(e.object.clone(), Ask::List, &Body::default()))
+                    .collect();
+                if sessions.is_empty() {
+                    return self.listed(server);
+                }
+                self.stage = Stage::Sessions;
+                Step::Ask(sessions)
+            }
+        }
+    }
+
+    /// The object that keeps the call `id`.
+    fn object_of(&self, id: &str) -> Option<String> {
+        if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
+            return Some(crate::host::route::call_object_name(call_id));
+        }
+        let handle = if id.starts_with(TASK_PREFIX) {
+            id
+        } else if let Some(rest) = id.strip_prefix(SESSION_PREFIX) {
+            let h = rest.split('.').next()?;
+            &id[..SESSION_PREFIX.len() + h.len()]
+        } else {
+            return None;
+        };
+        self.entries
+            .iter()
+            .find(|e| e.handle == handle)
+            .map(|e| e.object.clone())
+    }
+
+    /// Every call is known: answer a listing, or act on those chosen.
+    fn listed(&mut self, server: &Server) -> Step {
+        let now = self.now_ms;
+        // Longest unchanged first; ids break ties so pages are stable.
+        self.calls
+            .sort_by(|a, b| a.updated_ms.cmp(&b.updated_ms).then(a.id.cmp(&b.id)));
+        let counts = Counts::of(&self.calls, now);
+        let (ids, op) = match &self.op {
+            Op::List {
+                filter,
+                limit,
+                cursor,
+            } => {
+                let matched: Vec<&CallSummary> = self
+                    .calls
+                    .iter()
+                    .filter(|c| filter.admits(c, now))
+                    .collect();
+                let end = cursor.saturating_add(*limit).min(matched.len());
+                let listing = Listing {
+                    calls: matched
+                        .get((*cursor).min(end)..end)
+                        .unwrap_or_default()
+                        .iter()
+                        .map(|c| (*c).clone())
+                        .collect(),
+                    matched: matched.len(),
+                    counts,
+                    next_cursor: (end < matched.len()).then(|| end.to_string()),
+                    now_ms: now,
+                    paused_tools: self.paused.clone(),
+                };
+                if let Some(page) = &self.page {
+                    return Step::Answer(page.overview(&listing, filter));
+                }
+                return Step::Answer(Reply::new(super::json(200, &json!(listing))));
+            }
+            Op::Cancel { ids, filter } => {
+                let chosen: Vec<String> = match ids {
+                    Some(ids) => ids.clone(),
+                    None => self
+                        .calls
+                        .iter()
+                        .filter(|c| filter.admits(c, now) && !c.status.is_final())
+                        .map(|c| c.id.clone())
+                        .collect(),
+                };
+                (chosen, Ask::Cancel)
+            }
+            Op::Export(filter) => (self.chosen(filter), Ask::Export),
+            Op::Purge(filter) => (self.chosen(filter), Ask::Purge),
+            _ => return Step::Answer(bad("not a listing")),
+        };
+        let mut by_object: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut unknown = Done::default();
+        for id in ids {
+            match self.object_of(&id) {
+                Some(o) => by_object.entry(o).or_default().push(id),
+                None => {
+                    unknown.skipped.insert(id, "not found".into());
+                }
+            }
+        }
+        if by_object.is_empty() {
+            return self.acted(server, Vec::new());
+        }
+        self.stage = Stage::Act;
+        let _ = server;
+        Step::Ask(
+            by_object
+                .into_iter()
+                .map(|(o, ids)| ask(o, op, &self.body(ids)))
+                .collect(),
+        )
+    }
+
+    fn chosen(&self, filter: &Filter) -> Vec<String> {
+        self.calls
+            .iter()
+            .filter(|c| filter.admits(c, self.now_ms))
+            .map(|c| c.id.clone())
+            .collect()
+    }
+
+    fn acted(&mut self, _server: &Server, answers: Vec<HttpResponse>) -> Step {
+        if let Op::Export(_) = self.op {
+            let mut out: Vec<PausedCall> = Vec::new();
+            for a in &answers {
+                out.extend(read::<Vec<PausedCall>>(a).unwrap_or_default());
+            }
+            out.sort_by(|a, b| a.id.cmp(&b.id));
+            return Step::Answer(Reply::new(super::json(200, &json!(out))));
+        }
+        let mut done = Done::default();
+        for a in &answers {
+            let part: Done = read(a).unwrap_or_default();
+            done.done.extend(part.done);
+            done.skipped.extend(part.skipped);
+        }
+        if let Op::Cancel { ids: Some(ids), .. } = &self.op {
+            for id in ids {
+                if !done.done.contains(id) && !done.skipped.contains_key(id) {
+                    done.skipped.insert(id.clone(), "not found".into());
+                }
+            }
+        }
+        if let (Some(page), Op::Cancel { ids: Some(ids), .. }) = (&self.page, &self.op) {
+            let back = ids
+                .first()
+                .map(|id| format!("/admin/calls/{}", pages::enc(id)))
+                .unwrap_or_else(|| "/admin".into());
+            return Step::Answer(page.back_to(&back));
+        }
+        Step::Answer(Reply::new(super::json(200, &json!(done))))
+    }
+
+    fn answer_detail(&self, _server: &Server, detail: Option<CallDetail>) -> Step {
+        let Some(detail) = detail else {
+            let e = McpError::new(
+                ErrorKind::ResourceNotFound,
+                "No such call is kept (finished calls are kept as long as configured)",
+            );
+            if let Some(page) = &self.page {
+                return Step::Answer(page.message(404, "Not found", &e.message));
+            }
+            return Step::Answer(Reply::new(error_response(&e, None)));
+        };
+        if let Some(page) = &self.page {
+            return Step::Answer(page.call(&detail, self.now_ms));
+        }
+        Step::Answer(Reply::new(super::json(200, &json!(detail))))
+    }
+}
+
+fn unreachable() -> Reply {
+    Reply::new(error_response(
+        &McpError::internal("an object that keeps calls did not answer"),
+        None,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use crate::host::admin::request::duration_ms;
+
+    #[test]
+    fn durations_and_filters_read_as_an_operator_writes_them() {
+        assert_eq!(duration_ms("90s"), Some(90_000));
+        assert_eq!(duration_ms("2h"), Some(7_200_000));
+        assert_eq!(duration_ms("7d"), Some(604_800_000));
+        assert_eq!(duration_ms("1500"), Some(1500));
+        assert_eq!(duration_ms("soon"), None);
+        let q = query("/admin/api/calls?tool=deploy&status=waiting,parked&olderThan=15m&limit=9");
+        let (f, limit, cursor) = filter_of(&q).expect("in a test");
+        assert_eq!(f.tool.as_deref(), Some("deploy"));
+        assert_eq!(f.status, vec![Status::Waiting, Status::Parked]);
+        assert_eq!(f.older_than_ms, Some(900_000));
+        assert_eq!((limit, cursor), (9, 0));
+        assert!(filter_of(&query("/x?status=asleep")).is_err());
+        assert_eq!(percent_encoding_decode("s.ab%2Ecd"), "s.ab.cd");
+    }
+}
