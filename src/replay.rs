@@ -66,7 +66,69 @@ pub struct PausedCall {
     pub arguments: Value,
     /// Its journal.
     pub journal: Journal,
+    /// Its answers sealed (what the admin API's export writes in place of
+    /// `journal.answers`: a user's answers are not an operator's to read):
+    /// ChaCha20-Poly1305 under the Worker's `STATE_KEYS`, opened by
+    /// [`check`] with the server's keys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sealed_answers: Option<String>,
 }
+
+impl PausedCall {
+    /// A paused call whose journal holds its answers.
+    pub fn new(id: String, tool: String, arguments: Value, journal: Journal) -> Self {
+        Self {
+            id,
+            tool,
+            arguments,
+            journal,
+            sealed_answers: None,
+        }
+    }
+
+    /// Seals the journal's answers under `ring` (see
+    /// [`sealed_answers`](Self::sealed_answers)) and drops what an export
+    /// need not carry (the trail). The nonce is a MAC of the call and its
+    /// answers: the same answers seal the same way, other ones never
+    /// share a nonce. `None` without a key.
+    pub fn sealed(mut self, ring: &crate::token::KeyRing) -> Option<Self> {
+        self.journal.trail = None;
+        if self.journal.answers.is_empty() {
+            return Some(self);
+        }
+        let answers = serde_json::to_value(&self.journal.answers).ok()?;
+        let text = answers.to_string();
+        let kid = ring.current()?;
+        let tag = ring.tag(kid, EXPORT_NONCE, &[self.id.as_bytes(), text.as_bytes()])?;
+        let mut nonce = [0u8; 16];
+        nonce.copy_from_slice(&tag[..16]);
+        let mut map = serde_json::Map::new();
+        map.insert("answers".into(), answers);
+        self.sealed_answers = Some(crate::elicitation::seal(ring, &map, &nonce)?);
+        self.journal.answers.clear();
+        Some(self)
+    }
+
+    /// The journal with its sealed answers opened under `ring`; `Err` when
+    /// they do not open (another deployment's keys).
+    fn opened(&self, ring: &crate::token::KeyRing) -> Result<Journal, String> {
+        let Some(sealed) = &self.sealed_answers else {
+            return Ok(self.journal.clone());
+        };
+        let mut map = crate::elicitation::unseal(ring, sealed).ok_or_else(|| {
+            "its answers are sealed under keys this check does not have: run it with the \
+             Worker's STATE_KEYS"
+                .to_string()
+        })?;
+        let mut journal = self.journal.clone();
+        journal.answers = serde_json::from_value(map.remove("answers").unwrap_or_default())
+            .map_err(|e| format!("its sealed answers do not read: {e}"))?;
+        Ok(journal)
+    }
+}
+
+/// The MAC domain of an export's nonces.
+const EXPORT_NONCE: &[u8] = b"durable-mcp export nonce";
 
 /// What the new code does with a paused call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -136,7 +198,10 @@ fn verdict(server: &Server, call: &PausedCall) -> Verdict {
         };
     };
     let target = Target::Tool(tool);
-    let mut journal = call.journal.clone();
+    let mut journal = match call.opened(&server.config.keys) {
+        Ok(j) => j,
+        Err(message) => return Verdict::Fails { message },
+    };
     let mut first_asks: Option<Vec<String>> = None;
     for _ in 0..MAX_SIMULATED_ROUNDS {
         let (run, seen) = match dry_run(server, &target, call, journal.clone()) {

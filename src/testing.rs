@@ -369,33 +369,33 @@ impl TestServer {
                     continue;
                 }
                 if let Some(inv) = call.journal.invocation.clone() {
-                    out.push(PausedCall {
-                        id: format!("durable:{id}"),
-                        tool: inv.tool,
-                        arguments: inv.arguments,
-                        journal: call.journal,
-                    });
+                    out.push(PausedCall::new(
+                        format!("durable:{id}"),
+                        inv.tool,
+                        inv.arguments,
+                        call.journal,
+                    ));
                 }
             }
             for call in o.session.calls().unwrap_or_default() {
                 if call.state.is_final() || call.method != "tools/call" {
                     continue;
                 }
-                out.push(PausedCall {
-                    id: format!("{name}/{}", call.call_id),
-                    tool: call.params["name"].as_str().unwrap_or_default().to_string(),
-                    arguments: call.params["arguments"].clone(),
-                    journal: call.journal,
-                });
+                out.push(PausedCall::new(
+                    format!("{name}/{}", call.call_id),
+                    call.params["name"].as_str().unwrap_or_default().to_string(),
+                    call.params["arguments"].clone(),
+                    call.journal,
+                ));
             }
             if let Ok(Some(task)) = crate::server::task::TaskStore::load(&o.task) {
                 if !task.status.is_terminal() {
-                    out.push(PausedCall {
-                        id: name.clone(),
-                        tool: task.tool,
-                        arguments: task.arguments,
-                        journal: task.journal,
-                    });
+                    out.push(PausedCall::new(
+                        name.clone(),
+                        task.tool,
+                        task.arguments,
+                        task.journal,
+                    ));
                 }
             }
         }

@@ -525,6 +525,9 @@ fn a_pause_reaches_another_isolate_within_the_refresh() {
 fn export_feeds_the_deploy_check_and_purge_forgets_finished_calls() {
     let mut s = server();
     let state = start_durable(&mut s, "api");
+    // Paused after an answer: the export carries it, sealed.
+    let r = answer_durable(&mut s, "api", &state, "confirm");
+    assert_eq!(r.json["result"]["resultType"], "input_required");
     let done = start_durable(&mut s, "old");
     let r = answer_durable(&mut s, "old", &done, "confirm");
     let st = r.json["result"]["requestState"]
@@ -534,20 +537,29 @@ fn export_feeds_the_deploy_check_and_purge_forgets_finished_calls() {
     answer_durable(&mut s, "old", &st, "approve");
     start_task(&mut s);
     let r = admin(&mut s, "GET", "/admin/api/export", None);
-    let paused: Vec<PausedCall> =
-        serde_json::from_value(r.json.clone()).expect("as the test set it up");
+    assert!(!r.text.contains("hunter2"), "answers are sealed: {}", r.text);
+    let paused: Vec<PausedCall> = serde_json::from_value(r.json.clone()).expect("paused calls");
     assert_eq!(paused.len(), 2, "{}", r.json);
+    assert!(paused.iter().any(|c| c.sealed_answers.is_some()));
+    // The check opens them with the Worker's keys: everything continues.
     let verdicts = check(&s.server, &paused);
     for v in &verdicts {
         assert!(matches!(v.verdict, Verdict::Continues { .. }), "{v:?}");
     }
+    // Not with other keys.
+    let other = TestServer::with_config(registry(), |c| {
+        c.keys = durable_mcp::token::KeyRing::parse("other:ffffffffffffffffffffffffffffffff")
+            .expect("a key ring");
+    });
+    let fails = check(&other.server, &paused)
+        .into_iter()
+        .filter(|v| matches!(v.verdict, Verdict::Fails { .. }))
+        .count();
+    assert_eq!(fails, 1, "the call with sealed answers cannot be checked");
     // Purge: the completed call goes; paused ones stay.
     let r = admin(&mut s, "POST", "/admin/api/purge", Some(json!({})));
     assert_eq!(
-        r.json["done"]
-            .as_array()
-            .expect("as the test set it up")
-            .len(),
+        r.json["done"].as_array().expect("as the test set it up").len(),
         1,
         "{}",
         r.json
@@ -555,7 +567,6 @@ fn export_feeds_the_deploy_check_and_purge_forgets_finished_calls() {
     let l = admin(&mut s, "GET", "/admin/api/calls", None).json;
     assert_eq!(l["counts"]["total"], 2, "{l}");
     assert_eq!(l["counts"]["byStatus"]["completed"], 0);
-    let _ = state;
 }
 
 #[test]

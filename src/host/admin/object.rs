@@ -122,7 +122,18 @@ fn answer(
             Ok(ok(&show(server, stores, id)?))
         }
         Ask::Cancel => cancel(server, stores, env, body),
-        Ask::Export => Ok(ok(&export(stores, &body.ids)?)),
+        Ask::Export => {
+            // A user's answers are sealed for the deploy check, never shown.
+            let ring = &server.config.keys;
+            let sealed: Option<Vec<PausedCall>> = export(stores, &body.ids)?
+                .into_iter()
+                .map(|c| c.sealed(ring))
+                .collect();
+            let sealed = sealed.ok_or_else(|| {
+                McpError::internal("exporting needs STATE_KEYS to seal the answers")
+            })?;
+            Ok(ok(&sealed))
+        }
         Ask::Purge => purge(stores, &body.ids),
         Ask::Entries => Ok(ok(&Entries {
             entries: stores.index.entries()?,
@@ -344,12 +355,12 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
             continue;
         }
         if let Some(inv) = call.journal.invocation.clone() {
-            out.push(PausedCall {
-                id: admin,
-                tool: inv.tool,
-                arguments: inv.arguments,
-                journal: call.journal,
-            });
+            out.push(PausedCall::new(
+                admin,
+                inv.tool,
+                inv.arguments,
+                call.journal,
+            ));
         }
     }
     if let Some(meta) = stores.session.meta()? {
@@ -358,23 +369,23 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
             if !ids.contains(&admin) || call.state.is_final() || call.method != "tools/call" {
                 continue;
             }
-            out.push(PausedCall {
-                id: admin,
-                tool: call.target().to_string(),
-                arguments: call.params["arguments"].clone(),
-                journal: call.journal,
-            });
+            out.push(PausedCall::new(
+                admin,
+                call.target().to_string(),
+                call.params["arguments"].clone(),
+                call.journal,
+            ));
         }
     }
     if let Some(t) = stores.task.load()? {
         let admin = summary::task_id(&t.task_id);
         if ids.contains(&admin) && !t.status.is_terminal() {
-            out.push(PausedCall {
-                id: admin,
-                tool: t.tool,
-                arguments: t.arguments,
-                journal: t.journal,
-            });
+            out.push(PausedCall::new(
+                admin,
+                t.tool,
+                t.arguments,
+                t.journal,
+            ));
         }
     }
     Ok(out)

@@ -2,7 +2,9 @@
 //! `DEPLOY_CHECK` naming a file that `scripts/export-paused.mjs` wrote,
 //! every call in it replays on this same code and continues.
 //! `tests/e2e/deploy-check.test.mjs` pauses the calls, exports them and runs
-//! this; without the variable there is nothing to check.
+//! this (and `tests/e2e/admin.test.mjs`, with the admin API's export and
+//! `STATE_KEYS` to open its sealed answers); without the variable there is
+//! nothing to check.
 
 use durable_mcp::replay::{check, PausedCall, Verdict};
 
@@ -18,7 +20,14 @@ fn exported_paused_calls_continue_on_the_same_code() {
     let calls: Vec<PausedCall> = serde_json::from_str(&text)
         .unwrap_or_else(|e| panic!("{file}: not a JSON array of paused calls: {e}"));
     assert!(!calls.is_empty(), "{file} holds no paused call");
-    let s = Harness::new();
+    // An export from the admin API seals the answers under the Worker's
+    // STATE_KEYS: the check opens them with the same keys.
+    let s = match std::env::var("STATE_KEYS") {
+        Ok(keys) => Harness::with_config(|c| {
+            c.keys = durable_mcp::token::KeyRing::parse(&keys).expect("STATE_KEYS reads");
+        }),
+        Err(_) => Harness::new(),
+    };
     let reports = check(&s.server, &calls);
     assert_eq!(reports.len(), calls.len());
     for r in &reports {
