@@ -66,8 +66,10 @@ pub struct PausedCall {
     pub arguments: Value,
     /// Its journal.
     pub journal: Journal,
-    /// Its answers sealed (what the admin API's export writes in place of
-    /// `journal.answers`: a user's answers are not an operator's to read):
+    /// Its answers and pending questions sealed (what the admin API's
+    /// export writes in place of `journal.answers` and `journal.pending`:
+    /// a user's answers, and questions made from them, are not an
+    /// operator's to read):
     /// ChaCha20-Poly1305 under the Worker's `STATE_KEYS`, opened by
     /// [`check`] with the server's keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -93,19 +95,24 @@ impl PausedCall {
     /// share a nonce. `None` without a key.
     pub fn sealed(mut self, ring: &crate::token::KeyRing) -> Option<Self> {
         self.journal.trail = None;
-        if self.journal.answers.is_empty() {
+        if self.journal.answers.is_empty() && self.journal.pending.is_empty() {
             return Some(self);
         }
+        // The questions pending too: what the code asks next is made of
+        // the answers (a message naming what the user picked).
         let answers = serde_json::to_value(&self.journal.answers).ok()?;
-        let text = answers.to_string();
+        let pending = serde_json::to_value(&self.journal.pending).ok()?;
+        let text = format!("{answers}{pending}");
         let kid = ring.current()?;
         let tag = ring.tag(kid, EXPORT_NONCE, &[self.id.as_bytes(), text.as_bytes()])?;
         let mut nonce = [0u8; 16];
         nonce.copy_from_slice(&tag[..16]);
         let mut map = serde_json::Map::new();
         map.insert("answers".into(), answers);
+        map.insert("pending".into(), pending);
         self.sealed_answers = Some(crate::elicitation::seal(ring, &map, &nonce)?);
         self.journal.answers.clear();
+        self.journal.pending.clear();
         Some(self)
     }
 
@@ -121,8 +128,11 @@ impl PausedCall {
                 .to_string()
         })?;
         let mut journal = self.journal.clone();
-        journal.answers = serde_json::from_value(map.remove("answers").unwrap_or_default())
+        let unsealed = |v: Option<Value>| v.unwrap_or_else(|| Value::Object(Default::default()));
+        journal.answers = serde_json::from_value(unsealed(map.remove("answers")))
             .map_err(|e| format!("its sealed answers do not read: {e}"))?;
+        journal.pending = serde_json::from_value(unsealed(map.remove("pending")))
+            .map_err(|e| format!("its sealed questions do not read: {e}"))?;
         Ok(journal)
     }
 }
