@@ -347,13 +347,23 @@ impl<'a> Call<'a> {
             round::record(server, Some(&mut j), end, why.as_deref(), &ended);
             j
         };
+        // A round kept nowhere is logged when it belongs to a call that
+        // paused (a later round, carrying state); a call that answers in
+        // one round is a plain request, logged by the platform.
+        let logged = || {
+            if self.claims.is_some() {
+                round::record(server, None, end, why.as_deref(), &ended);
+            }
+        };
         let outcome = match step {
             Step::Done(v) => RoundOutcome::Complete(v),
             Step::Refused(m) => {
-                if let Some((d, before)) = before {
-                    finish(d, &marked(before, true), CallStatus::Completed, now, None)?;
+                match before {
+                    Some((d, before)) => {
+                        finish(d, &marked(before, true), CallStatus::Completed, now, None)?
+                    }
+                    None => logged(),
                 }
-                round::record(server, None, end, why.as_deref(), &ended);
                 return Err(McpError::invalid_params(m));
             }
             Step::Paused { requests, journal } => {
@@ -382,7 +392,7 @@ impl<'a> Call<'a> {
                         now,
                         None,
                     )?,
-                    None => round::record(server, None, end, why.as_deref(), &ended),
+                    None => logged(),
                 }
                 return Err(e);
             }
@@ -403,7 +413,7 @@ impl<'a> Call<'a> {
                     Some(reply),
                 )?;
             }
-            None => round::record(server, None, end, why.as_deref(), &ended),
+            None => logged(),
         }
         Ok(round)
     }
