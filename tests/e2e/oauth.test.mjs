@@ -269,6 +269,23 @@ describe(`what a token validator must refuse, with real keys and WebCrypto (${VI
     assert.match(c, /resource_metadata="/);
   });
 
+  test('the admin API: a user without the admin scope gets 403, one with it the listing; no token or a bad one, 404', async () => {
+    const get = (t) => fetch(new URL('/admin/api/calls', server.url), { headers: t ? { authorization: `Bearer ${t}` } : {} });
+    const user = await get(op.signJwt(claims('ada', { scope: 'mcp:read' })));
+    assert.equal(user.status, 403, await user.text());
+    const operator = await get(op.signJwt(claims('ada', { scope: 'mcp:read mcp:admin' })));
+    assert.equal(operator.status, 200, await operator.clone().text());
+    const listing = await operator.json();
+    assert.equal(typeof listing.counts.total, 'number');
+    assert.equal((await get(null)).status, 404);
+    assert.equal((await get('abc.def')).status, 404);
+    const good = op.signJwt(claims('ada', { scope: 'mcp:admin' }));
+    const [h, p, sig] = good.split('.');
+    const flipped = Buffer.from(sig, 'base64url');
+    flipped[10] ^= 1;
+    assert.equal((await get(`${h}.${p}.${flipped.toString('base64url')}`)).status, 404, 'a bad signature');
+  });
+
   test('a token in the query string is refused even when it is valid', async () => {
     const token = op.signJwt(claims());
     const url = `${server.url}?access_token=${token}`;
