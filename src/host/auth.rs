@@ -139,9 +139,12 @@ fn settle(server: &Server, req: &mut HttpRequest, r: Result<Caller, McpError>) -
         Ok(caller) => admit(server, req, caller, None),
         Err(e) => {
             let mut resp = refusal(server, req, &e);
-            // The issuer is down: a 503 the client may retry, and when.
+            // The issuer is down: a 503 the client may retry, and when
+            // (`error_response` says so already where it made the answer).
             if let Some(seconds) = auth::retry_after(&e) {
-                resp = resp.with_header("retry-after", seconds.to_string());
+                if resp.header("retry-after").is_none() {
+                    resp = resp.with_header("retry-after", seconds.to_string());
+                }
             }
             Authenticated::No(Reply::new(resp))
         }
@@ -267,6 +270,8 @@ mod tests {
         });
         assert_eq!(r.status, 503, "{}", r.json);
         assert_eq!(r.header("retry-after"), Some("7"));
+        let once = r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("retry-after"));
+        assert_eq!(once.count(), 1, "one Retry-After: {:?}", r.headers);
         assert_eq!(r.json["jsonrpc"], "2.0");
         assert_eq!(r.json["error"]["code"], -32603);
         assert_eq!(r.json["error"]["data"]["retryAfter"], 7);

@@ -18,8 +18,12 @@ pub(crate) struct SqliteStore<'a> {
     ensured: &'a std::cell::Cell<bool>,
 }
 
+/// A row as SQLite gives it (numbers come back as JS numbers); `id` only
+/// where it was selected.
 #[derive(Deserialize)]
 struct Row {
+    #[serde(default)]
+    id: String,
     version: f64,
     status: String,
     claimed_at: f64,
@@ -28,15 +32,18 @@ struct Row {
     updated_at: f64,
 }
 
-#[derive(Deserialize)]
-struct IdRow {
-    id: String,
-    version: f64,
-    status: String,
-    claimed_at: f64,
-    journal: String,
-    reply: Option<String>,
-    updated_at: f64,
+impl Row {
+    fn call(self) -> std::result::Result<StoredCall, McpError> {
+        CallRow {
+            version: self.version as i64,
+            status: self.status,
+            claimed_at: self.claimed_at as i64,
+            journal: self.journal,
+            reply: self.reply,
+            updated_at: self.updated_at as i64,
+        }
+        .call()
+    }
 }
 
 #[derive(Deserialize)]
@@ -100,16 +107,7 @@ impl CallStore for SqliteStore<'_> {
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        CallRow {
-            version: row.version as i64,
-            status: row.status,
-            claimed_at: row.claimed_at as i64,
-            journal: row.journal,
-            reply: row.reply,
-            updated_at: row.updated_at as i64,
-        }
-        .call()
-        .map(Some)
+        row.call().map(Some)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
@@ -137,7 +135,7 @@ impl CallStore for SqliteStore<'_> {
     }
 
     fn list(&self) -> std::result::Result<Vec<(String, StoredCall)>, McpError> {
-        let rows = super::sql::rows::<IdRow>(
+        let rows = super::sql::rows::<Row>(
             &self.sql,
             "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls",
             Vec::new(),
@@ -145,17 +143,9 @@ impl CallStore for SqliteStore<'_> {
         .map_err(storage_error)?
         .unwrap_or_default();
         rows.into_iter()
-            .map(|r| {
-                let call = CallRow {
-                    version: r.version as i64,
-                    status: r.status,
-                    claimed_at: r.claimed_at as i64,
-                    journal: r.journal,
-                    reply: r.reply,
-                    updated_at: r.updated_at as i64,
-                }
-                .call()?;
-                Ok((r.id, call))
+            .map(|mut r| {
+                let id = std::mem::take(&mut r.id);
+                Ok((id, r.call()?))
             })
             .collect()
     }

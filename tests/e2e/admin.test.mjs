@@ -277,6 +277,18 @@ test(`the console in Chromium: the same data, escaped, its forms guarded (${VIA}
   const body = await page.evaluate(() => document.body.innerText);
   assert.match(body, /deploy/);
   assert.match(body, /confirm_delete/);
+  // The same data as the API: the cards' counts.
+  const api = await fetch(`${origin()}/admin/api/calls`, { headers: bearer(ADMIN_TOKEN) }).then((x) => x.json());
+  const cards = await page.evaluate(() => [...document.querySelectorAll('.card')].map((c) => c.innerText.replace(/\s+/g, ' ').trim()));
+  assert.ok(cards.includes(`${api.counts.total} total`), `${cards} vs ${api.counts.total}`);
+  for (const [status, n] of Object.entries(api.counts.byStatus)) {
+    assert.ok(cards.some((c) => c.startsWith(`${n} `) && c.includes(status)), `${status}: ${n} in ${cards}`);
+  }
+  // The same credential rules: a browser without the cookie finds nothing.
+  const stranger = await browser.createBrowserContext();
+  const nobody = await (await stranger.newPage()).goto(`${origin()}/admin`);
+  assert.equal(nobody.status(), 404);
+  await stranger.close();
   const shot = join(server.persistTo, 'admin-console.png');
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(statSync(shot).size > 5_000, 'a screenshot');
