@@ -270,7 +270,10 @@ mod tests {
         });
         assert_eq!(r.status, 503, "{}", r.json);
         assert_eq!(r.header("retry-after"), Some("7"));
-        let once = r.headers.iter().filter(|(k, _)| k.eq_ignore_ascii_case("retry-after"));
+        let once = r
+            .headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("retry-after"));
         assert_eq!(once.count(), 1, "one Retry-After: {:?}", r.headers);
         assert_eq!(r.json["jsonrpc"], "2.0");
         assert_eq!(r.json["error"]["code"], -32603);

@@ -85,7 +85,7 @@ fn serve(
 ) -> JsValue {
     let server = &isolate.server;
     let now = request_env();
-    refresh_paused(&isolate, &env, now.now_ms);
+    refresh_paused(&isolate, &env, now.now_ms, Some(&ctx));
     // An operator's request goes its own way (`host::admin`).
     if host::admin::is_admin_path(&http.path) {
         return later(admin(isolate.clone(), env, req, http, now));

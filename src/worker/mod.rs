@@ -174,14 +174,22 @@ pub(crate) async fn read_response(resp: web_sys::Response) -> crate::http::HttpR
 }
 
 /// Reads the paused tools from the hub when this isolate's copy is due
-/// ([`host::admin::refresh`]), without holding up the request in hand.
-pub(crate) fn refresh_paused(isolate: &Rc<Isolate>, env: &Env, now_ms: u64) {
+/// ([`host::admin::refresh`]), without holding up the request in hand. In
+/// the Worker, `ctx.waitUntil` keeps the read alive past the response (a
+/// promise left behind is cancelled when the request ends); an object
+/// lives on past its response, so there (`ctx` is `None`) it just runs.
+pub(crate) fn refresh_paused(
+    isolate: &Rc<Isolate>,
+    env: &Env,
+    now_ms: u64,
+    ctx: Option<&wasm_bindgen::JsValue>,
+) {
     let Some((name, req)) = host::admin::refresh(&isolate.server, now_ms) else {
         return;
     };
     let isolate = isolate.clone();
     let env = env.clone();
-    wasm_bindgen_futures::spawn_local(async move {
+    let read = async move {
         match forward(&env, &name, &req, None).await {
             Ok(resp) => {
                 let resp = read_response(resp).await;
@@ -189,7 +197,22 @@ pub(crate) fn refresh_paused(isolate: &Rc<Isolate>, env: &Env, now_ms: u64) {
             }
             Err(e) => worker::console_error!("reading the paused tools failed: {e}"),
         }
-    });
+        Ok(wasm_bindgen::JsValue::UNDEFINED)
+    };
+    match ctx {
+        Some(ctx) => {
+            let promise = wasm_bindgen_futures::future_to_promise(read);
+            let wait_until = js_sys::Reflect::get(ctx, &"waitUntil".into())
+                .ok()
+                .and_then(|f| wasm_bindgen::JsCast::dyn_into::<js_sys::Function>(f).ok());
+            if let Some(f) = wait_until {
+                let _ = f.call1(ctx, &promise);
+            }
+        }
+        None => wasm_bindgen_futures::spawn_local(async move {
+            let _ = read.await;
+        }),
+    }
 }
 
 /// Random bytes drawn from the runtime at a time (see [`request_env`]).

@@ -79,7 +79,7 @@ impl Object {
             index: &index,
         };
         let env = request_env();
-        super::refresh_paused(&isolate, &self.env, env.now_ms);
+        super::refresh_paused(&isolate, &self.env, env.now_ms, None);
         let reply = host::handle_in_object(server, &http, &env, &stores).await;
         let response = self.apply(server, reply).await;
         super::write_logs(server);
@@ -101,7 +101,7 @@ impl Object {
             index: &index,
         };
         let now_ms = request_env().now_ms;
-        super::refresh_paused(&isolate, &self.env, now_ms);
+        super::refresh_paused(&isolate, &self.env, now_ms, None);
         let effects = host::alarm(server, &stores, now_ms)
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
