@@ -99,6 +99,22 @@ const STATUS_ERROR: u8 = 2;
 /// and, when known, `parentSpanId`, `protocolVersion`, `session` (a
 /// digest), `requestId`, `error` (`{code, kind}`) and `asked`.
 pub fn log_line(ev: &RoundEvent) -> String {
+    Value::Object(log_fields(ev)).to_string()
+}
+
+/// The round as one line that is both: [`log_line`]'s fields and, under
+/// `otlp`, what [`span_line`] writes (when `span`). One `console.log` per
+/// round instead of two: a pipeline posts the `otlp` field to
+/// `/v1/traces` as it is.
+pub fn round_line(ev: &RoundEvent, service_name: &str, span: bool) -> String {
+    let mut line = log_fields(ev);
+    if span {
+        line.insert("otlp".into(), span_value(ev, service_name));
+    }
+    Value::Object(line).to_string()
+}
+
+fn log_fields(ev: &RoundEvent) -> Map<String, Value> {
     let mut line = Map::new();
     line.insert("level".into(), level(ev.outcome).into());
     line.insert("msg".into(), "mcp round".into());
@@ -141,7 +157,7 @@ pub fn log_line(ev: &RoundEvent) -> String {
     if !ev.asked.is_empty() {
         line.insert("asked".into(), ev.asked.into());
     }
-    Value::Object(line).to_string()
+    line
 }
 
 /// One line of OTLP/JSON (an `ExportTraceServiceRequest`, as an OTLP/HTTP
@@ -154,6 +170,10 @@ pub fn log_line(ev: &RoundEvent) -> String {
 /// its message) for a failed round, `OK` otherwise: a paused, parked or
 /// cancelled round is not an error.
 pub fn span_line(ev: &RoundEvent, service_name: &str) -> String {
+    span_value(ev, service_name).to_string()
+}
+
+fn span_value(ev: &RoundEvent, service_name: &str) -> Value {
     let service = if service_name.is_empty() {
         "unknown_service"
     } else {
@@ -184,7 +204,6 @@ pub fn span_line(ev: &RoundEvent, service_name: &str) -> String {
             }],
         }],
     })
-    .to_string()
 }
 
 /// The span id of a call's round: 16 lowercase hex digits of a SHA-256 of
@@ -879,5 +898,22 @@ mod tests {
         ev.error = Some((0, "tool_error"));
         let log = parse(&log_line(&ev));
         assert_eq!(log["error"], json!({ "code": 0, "kind": "tool_error" }));
+    }
+
+    #[test]
+    fn one_line_a_round_carries_the_log_fields_and_the_span() {
+        let asked = vec!["elicitation/create".to_string()];
+        let ev = event("paused", 2, &asked);
+        let line: Value = serde_json::from_str(&round_line(&ev, "svc", true)).expect("JSON");
+        let log: Value = serde_json::from_str(&log_line(&ev)).expect("JSON");
+        let span: Value = serde_json::from_str(&span_line(&ev, "svc")).expect("JSON");
+        assert_eq!(line["event"], "mcp.round");
+        assert_eq!(line["otlp"], span, "the span as span_line writes it");
+        for (k, v) in log.as_object().expect("an object") {
+            assert_eq!(&line[k], v, "{k}");
+        }
+        let bare: Value = serde_json::from_str(&round_line(&ev, "svc", false)).expect("JSON");
+        assert!(bare.get("otlp").is_none());
+        assert_eq!(bare, log);
     }
 }

@@ -627,16 +627,13 @@ fn each_round_writes_a_log_line_and_a_span_one_trace_per_call() {
         .map(|l| serde_json::from_str(l).expect("JSON lines"))
         .collect();
     let rounds: Vec<&Value> = lines.iter().filter(|l| l["event"] == "mcp.round").collect();
-    let spans: Vec<&Value> = lines
+    assert_eq!(rounds.len(), 3, "one line a round: {lines:?}");
+    assert_eq!(lines.len(), 3);
+    let spans: Vec<&Value> = rounds
         .iter()
-        .filter_map(|l| {
-            l["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-                .as_object()
-                .map(|_| l)
-        })
+        .map(|l| &l["otlp"]["resourceSpans"][0]["scopeSpans"][0]["spans"][0])
         .collect();
-    assert_eq!(rounds.len(), 3, "{lines:?}");
-    assert_eq!(spans.len(), 3);
+    assert!(spans.iter().all(|s| s.is_object()), "each carries its span");
     let outcomes: Vec<&str> = rounds
         .iter()
         .map(|l| l["outcome"].as_str().expect("as the test set it up"))
@@ -650,7 +647,7 @@ fn each_round_writes_a_log_line_and_a_span_one_trace_per_call() {
         .expect("as the test set it up");
     assert_eq!(trace.len(), 32);
     assert!(rounds.iter().all(|l| l["traceId"] == trace), "one trace");
-    let span = &spans[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0];
+    let span = spans[0];
     assert_eq!(span["name"], "tools/call deploy");
     assert_eq!(span["traceId"], trace);
     assert!(

@@ -84,9 +84,10 @@ pub struct Config {
     /// The same for a failed task (`RETAIN_FAILED_SECONDS`; default as
     /// completed).
     pub retain_failed_ms: Option<u64>,
-    /// Log a structured line per round (`ROUND_LOGS`, default on; `0` off).
+    /// A structured log line per round (`ROUND_LOGS`, default on; `0` off).
     pub round_logs: bool,
-    /// Log an OTLP/JSON span per round (`ROUND_SPANS`, default on; `0` off).
+    /// The round's OTLP/JSON span in that line (`ROUND_SPANS`, default on;
+    /// `0` off). With `ROUND_LOGS=0` the span is the line.
     pub round_spans: bool,
 }
 

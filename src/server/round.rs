@@ -267,12 +267,13 @@ pub(crate) fn record(
         error: ended.error.as_ref().map(|(c, k)| (*c, k.as_str())),
         asked: &asked,
     };
-    if config.round_logs {
-        server.log(crate::trace::log_line(&ev));
-    }
-    if config.round_spans {
-        server.log(crate::trace::span_line(&ev, &config.name));
-    }
+    // One line per round: the log's fields, the span under `otlp`.
+    let line = if config.round_logs {
+        crate::trace::round_line(&ev, &config.name, config.round_spans)
+    } else {
+        crate::trace::span_line(&ev, &config.name)
+    };
+    server.log(line);
 }
 
 /// The JSON-RPC error a step ended in (code and kind), if any.
