@@ -799,3 +799,34 @@ fn the_console_signs_in_by_link_escapes_everything_and_refuses_forged_posts() {
     let r = browse(&mut s, "GET", "/admin", None, &[], "");
     assert_eq!(r.status, 404);
 }
+
+#[test]
+fn stateless_rounds_are_logged_only_when_asked_for() {
+    let mut s = server();
+    s.call_tool("chat", json!({"service": "x"}), json!({}));
+    assert!(s.logs.is_empty(), "a stateless round: no line by default");
+    let mut s = TestServer::with_config(registry(), |c| {
+        c.round_logs = durable_mcp::server::RoundLogs::All;
+    });
+    s.call_tool("chat", json!({"service": "x"}), json!({}));
+    assert_eq!(s.logs.len(), 1, "ROUND_LOGS=all: {:?}", s.logs);
+    let line: Value = serde_json::from_str(&s.logs[0]).expect("JSON");
+    assert_eq!(line["wire"], "mrtr");
+    assert_eq!(line["outcome"], "paused");
+    // Off: the span alone; off and no spans: nothing.
+    let mut s = TestServer::with_config(registry(), |c| {
+        c.round_logs = durable_mcp::server::RoundLogs::Off;
+    });
+    start_durable(&mut s, "api");
+    let line: Value = serde_json::from_str(&s.logs[0]).expect("JSON");
+    assert!(
+        line.get("event").is_none() && line.get("resourceSpans").is_some(),
+        "{line}"
+    );
+    let mut s = TestServer::with_config(registry(), |c| {
+        c.round_logs = durable_mcp::server::RoundLogs::Off;
+        c.round_spans = false;
+    });
+    start_durable(&mut s, "api");
+    assert!(s.logs.is_empty());
+}

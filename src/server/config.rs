@@ -84,11 +84,23 @@ pub struct Config {
     /// The same for a failed task (`RETAIN_FAILED_SECONDS`; default as
     /// completed).
     pub retain_failed_ms: Option<u64>,
-    /// A structured log line per round (`ROUND_LOGS`, default on; `0` off).
-    pub round_logs: bool,
+    /// Which rounds write a structured log line (`ROUND_LOGS`).
+    pub round_logs: RoundLogs,
     /// The round's OTLP/JSON span in that line (`ROUND_SPANS`, default on;
     /// `0` off). With `ROUND_LOGS=0` the span is the line.
     pub round_spans: bool,
+}
+
+/// Which rounds write a log line (`ROUND_LOGS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RoundLogs {
+    /// None (`0`): with `ROUND_SPANS` on, only the span is written.
+    Off,
+    /// Every round of a call the server keeps (durable, session, task):
+    /// the default (`kept`).
+    Kept,
+    /// Every round of every call that pauses, stateless ones too (`all`).
+    All,
 }
 
 impl Default for Config {
@@ -122,7 +134,7 @@ impl Default for Config {
             admin_scope: "mcp:admin".into(),
             retain_completed_ms: None,
             retain_failed_ms: None,
-            round_logs: true,
+            round_logs: RoundLogs::Kept,
             round_spans: true,
         }
     }
@@ -161,8 +173,9 @@ impl Config {
     /// - `ADMIN_TOKENS` (secret), `ADMIN_SCOPE`: who may use the admin API
     ///   and console (`docs/OPERATE.md`); `RETAIN_COMPLETED_SECONDS`,
     ///   `RETAIN_FAILED_SECONDS`: how long finished calls stay listed
-    /// - `ROUND_LOGS`, `ROUND_SPANS`: `0` turns off the log line or the span
-    ///   each round writes
+    /// - `ROUND_LOGS`: `kept` (default: each round of a durable, session or
+    ///   task call writes a line), `all` (stateless rounds too), `0`;
+    ///   `ROUND_SPANS`: `0` leaves the span out of the line
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -256,7 +269,16 @@ impl Config {
             c.retain_failed_ms = Some(n.saturating_mul(1000));
         }
         let off = |name: &str| get(name).is_some_and(|v| matches!(v.trim(), "0" | "false" | "off"));
-        c.round_logs = !off("ROUND_LOGS");
+        c.round_logs = match get("ROUND_LOGS").as_deref().map(str::trim) {
+            None | Some("" | "kept" | "1" | "true" | "on") => RoundLogs::Kept,
+            Some("all") => RoundLogs::All,
+            Some("0" | "false" | "off") => RoundLogs::Off,
+            Some(other) => {
+                return Err(format!(
+                    "ROUND_LOGS must be kept (the default), all or 0, not {other:?}"
+                ))
+            }
+        };
         c.round_spans = !off("ROUND_SPANS");
         if let Some(v) = get("SSE_POLLING") {
             c.sse_polling = !matches!(v.trim(), "0" | "false");

@@ -40,7 +40,7 @@ pub(crate) use call::{
     cancelled_by_operator, input_responses, run_round, state_param, RoundInput, RoundOutcome,
 };
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
-pub use config::Config;
+pub use config::{Config, RoundLogs};
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
 pub(crate) use out_of_band::out_of_band;
