@@ -17,8 +17,11 @@
 // (200: the offered rate of the fixed-rate latency pass), BENCH_FIXED (a regex:
 // the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1,
 // BENCH_SUITES (which passes run, comma-separated: throughput, cold, many,
-// cost; all by default, only throughput when BENCH_ONLY is set); the other
-// passes' own knobs are in their files.
+// cost; all by default, only throughput when BENCH_ONLY is set),
+// BENCH_EXTRA_BUNDLE (`<dir>=<name>[,…]`: a prebuilt fixtures bundle, e.g. an
+// older commit's `wrangler deploy --dry-run --outdir <dir>`, served as worker
+// `<name>` beside the others, with the durable and MRTR round trips run
+// against it too: see `EXTRA`); the other passes' own knobs are in their files.
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { createServer } from 'node:http';
 import { spawnSync } from 'node:child_process';
@@ -41,6 +44,8 @@ const FIXED_SECONDS = Number(process.env.BENCH_FIXED_SECONDS ?? 10);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
+/** The admin token of `fixtures-admin` (principal `ops`). */
+const ADMIN_TOKEN = 'bench-admin-token-0123456789';
 const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost')).split(',').map((s) => s.trim()));
 
 /** The workers, each bundled from its own directory and config. */
@@ -55,7 +60,47 @@ const WORKERS = [
   // the bench's own issuer keys (served by `startIssuer` on loopback).
   { name: 'fixtures-oauth', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
     vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', OAUTH_AUDIENCE: 'urn:durable-mcp:bench', OAUTH_SCOPES: 'mcp:read' } },
+  // The fixtures bundle again with the admin API on (issue 33): with
+  // ADMIN_TOKENS set each isolate also reads the paused-tools list from the
+  // listen hub, at most once per 10 s, in the background.
+  { name: 'fixtures-admin', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
+    vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', ADMIN_TOKENS: `ops:${ADMIN_TOKEN}` } },
+  // ... with the line each round of a kept call writes through console.log
+  // (issue 33: its structured log and OTLP/JSON span) turned off: what that
+  // costs, alone; and with stateless rounds logged too (ROUND_LOGS=all; by
+  // default only kept calls' rounds are). workerd prints every such line to
+  // its stdout, which is the bench's: filter with grep -v '^{'.
+  { name: 'fixtures-quiet', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
+    vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', ROUND_LOGS: '0', ROUND_SPANS: '0' } },
+  { name: 'fixtures-logall', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
+    vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', ROUND_LOGS: 'all' } },
 ];
+/**
+ * BENCH_EXTRA_BUNDLE: prebuilt fixtures bundles (`<dir>=<name>`, comma-
+ * separated), each served as one more worker with the fixtures' bindings,
+ * and the durable and MRTR round trips run against it in the same rounds: how a
+ * change compares with the code before it, in one workerd. To bundle a
+ * commit: `git worktree add /tmp/before <commit>`, link node_modules into
+ * it, then in it `DMCP_WASM_OPT=1 CARGO_TARGET_DIR=/tmp/before-target node
+ * node_modules/wrangler/bin/wrangler.js deploy --dry-run --outdir
+ * /tmp/before-bundle` (as `bundle` does here); see docs/PERFORMANCE.md,
+ * "The admin index and round logs (issue 33)".
+ */
+const EXTRA = (process.env.BENCH_EXTRA_BUNDLE ?? '').split(',').map((s) => s.trim()).filter(Boolean).map((spec) => {
+  const at = spec.lastIndexOf('=');
+  if (at < 1 || at === spec.length - 1) throw new Error(`BENCH_EXTRA_BUNDLE: write <dir>=<name>, not ${spec}`);
+  const [dir, name] = [spec.slice(0, at), spec.slice(at + 1)];
+  if (!existsSync(dir)) throw new Error(`BENCH_EXTRA_BUNDLE: no bundle at ${dir}`);
+  // (It names a workerd service and a capnp constant too.)
+  if (!/^[a-z][a-z0-9-]*$/.test(name) || WORKERS.some((w) => w.name === name)) {
+    throw new Error(`BENCH_EXTRA_BUNDLE: name ${name} must be a new lower-case word (letters, digits, dashes)`);
+  }
+  return { name, out: dir, extra: true, classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp' } };
+});
+/** The durable round trip's lane name; `on` names the variant (none: the fixtures worker). */
+const DURABLE = (on) => `durable-mcp: durable round trip (deploy, 2 rounds)${on ? `, ${on}` : ''}`;
+const MRTR = (on) => `durable-mcp: MRTR round trip${on ? `, ${on}` : ''}`;
+const TASK_POLL = (on) => `durable-mcp: task poll (tasks/get)${on ? `, ${on}` : ''}`;
 
 /**
  * A loopback OAuth issuer for the OAuth lanes: an ES256 key, its JWKS at
@@ -356,6 +401,16 @@ async function preflightOAuth(url, issuer) {
   console.error('preflight: the OAuth worker refuses no token and serves a signed one');
 }
 
+/** The admin lanes' worker serves the admin API to its token; the plain fixtures worker has none (404). */
+async function preflightAdmin(admin, plain) {
+  const list = (base, headers = {}) => fetch(`${base}/admin/api/calls`, { headers }).then(async (r) => { await r.text(); return r.status; });
+  const [signed, none, off] = [await list(admin, { authorization: `Bearer ${ADMIN_TOKEN}` }), await list(admin), await list(plain)];
+  if (signed !== 200 || none !== 404 || off !== 404) {
+    throw new Error(`preflight: the admin worker answered ${signed} with its token and ${none} without; the plain one ${off} (want 200, 404, 404)`);
+  }
+  console.error('preflight: the admin worker lists calls for its token; the plain one has no admin API');
+}
+
 /**
  * Cost per paused call in what Cloudflare bills (Durable Object requests,
  * rows written, alarms armed), counted by TestServer, which routes and
@@ -384,13 +439,14 @@ async function main() {
   const workers = WORKERS.map((w) => ({ ...w }));
   const peerBuilt = existsSync(join(PEER, 'dist'));
   for (const w of workers.filter((x) => x.prebuilt)) w.out = join(ROOT, w.prebuilt);
-  const bundled = workers.filter((x) => !x.bundleOf && !x.prebuilt);
+  const bundled = workers.filter((x) => !x.bundleOf && !x.prebuilt && !x.extra);
   if (process.env.BENCH_SKIP_BUILD !== '1') {
     for (const w of bundled) { console.error(`bundling ${w.name}…`); w.out = bundle(w); }
   } else {
     for (const w of bundled) w.out = join(OUT, w.name);
   }
   for (const w of workers.filter((x) => x.bundleOf)) w.out = join(OUT, w.bundleOf);
+  workers.push(...EXTRA.map((w) => ({ ...w })));
   const issuer = await startIssuer();
   for (const w of workers.filter((x) => x.vars.OAUTH_AUDIENCE)) {
     Object.assign(w.vars, { OAUTH_ISSUER: issuer.issuer, OAUTH_JWKS_URL: issuer.jwksUrl });
@@ -440,6 +496,7 @@ async function throughput(workers, issuer) {
   const at = (name) => `http://127.0.0.1:${ports[name]}`;
   preflight(workers, at);
   await preflightOAuth(`${at('fixtures-oauth')}/mcp`, issuer);
+  await preflightAdmin(at('fixtures-admin'), at('fixtures'));
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
   const durableRounds = await durableRequests(at('fixtures'), answersFor);
   const mrtrRound2 = await mrtrRetry(at('fixtures'), 'test_input_required_result_elicitation', {},
@@ -484,12 +541,23 @@ async function throughput(workers, issuer) {
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ['durable-mcp: MRTR round 1 (input_required)', at('fixtures'), [modernReq('test_input_required_result_elicitation', {})], 1],
     ['durable-mcp: MRTR round 2 (the retry, completes)', at('fixtures'), [mrtrRound2], 1],
-    ['durable-mcp: durable round trip (deploy, 2 rounds)', at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    [DURABLE(), at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    // Issue 33: the same with the admin API on (the paused-tools read), and
+    // with the per-round log line off; then any BENCH_EXTRA_BUNDLE.
+    [DURABLE('admin on'), at('fixtures-admin'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    [DURABLE('round logs off'), at('fixtures-quiet'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    // An MRTR call pauses too: with ROUND_LOGS=all its rounds write the line as well.
+    [MRTR('round logs all'), at('fixtures-logall'), roundTrip('test_input_required_result_elicitation', {},
+      { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
+    ...EXTRA.flatMap((w) => [[DURABLE(w.name), at(w.name), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+      [MRTR(w.name), at(w.name), roundTrip('test_input_required_result_elicitation', {},
+        { user_name: { action: 'accept', content: { name: 'bench' } } }), 2]]),
   ];
   const elicited = { action: 'accept', content: { name: 'bench' } };
   scenarios.push(['durable-mcp: saga round trip (seed 000)', at('fixtures'), sagaRoundTrip('test_input_required_result_elicitation', {}, elicited), 2]);
   scenarios.push(['durable-mcp: sketch round trip (seed 002)', at('fixtures'), sketchRoundTrip('test_input_required_result_elicitation', {}, 'user_name', elicited), 2]);
-  scenarios.push(['durable-mcp: task poll (tasks/get)', at('fixtures'), [await taskPoll(at('fixtures'))], 1]);
+  scenarios.push([TASK_POLL(), at('fixtures'), [await taskPoll(at('fixtures'))], 1]);
+  scenarios.push([TASK_POLL('admin on'), at('fixtures-admin'), [await taskPoll(at('fixtures-admin'))], 1]);
   const sessionHeaders = await openSession(at('fixtures'));
   scenarios.push(['durable-mcp: 2025-11-25 session tools/call (add)', at('fixtures'), [{ method: 'POST', path: '/mcp', headers: sessionHeaders,
     body: JSON.stringify({ jsonrpc: '2.0', id: 9, method: 'tools/call', params: { name: 'add', arguments: { a: 1, b: 2 } } }) }], 1]);
@@ -608,6 +676,11 @@ async function throughput(workers, issuer) {
   console.log(`  durable round trip vs DO + alarm: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip + the cleanup alarm')}`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
   console.log(`  durable round trip vs plain DO, sharded alike: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip, sharded (16 objects, an alarm each)')}`);
+  console.log(`  durable round trip, admin on vs off: ${ratio(DURABLE('admin on'), DURABLE())} (target ≥ 0.95×); task poll ${ratio(TASK_POLL('admin on'), TASK_POLL())}`);
+  console.log(`  durable round trip, round logs on vs off: ${ratio(DURABLE(), DURABLE('round logs off'))} (target ≥ 0.95×); MRTR round trip, stateless rounds logged too (ROUND_LOGS=all) vs not: ${ratio(MRTR('round logs all'), MRTR())}`);
+  for (const w of EXTRA) {
+    console.log(`  durable round trip, this build vs ${w.name} (BENCH_EXTRA_BUNDLE): ${ratio(DURABLE(), DURABLE(w.name))} (target ≥ 0.95×); MRTR round trip ${ratio(MRTR(), MRTR(w.name))}`);
+  }
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   console.log(`  stateless call with an OAuth JWT vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')} (target ≥ 0.9×)`);
   console.log(`  a new JWT each request (a WebCrypto verify each) vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth, a new JWT each', 'durable-mcp: stateless tools/call (add)')}`);
