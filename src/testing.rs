@@ -29,7 +29,7 @@ use crate::app::Registry;
 use crate::auth::{Jwt, KeyError, KeyVerifier, OAuthConfig, VerifyFuture};
 use crate::effects::{Effect, Listen, Push, Reply};
 use crate::engine::block_on;
-use crate::host::{self, Route, Stores};
+use crate::host::{self, Stores};
 use crate::http::{encode_header_value, AllowList, Body, HttpRequest};
 use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
 use crate::server::task::MemoryTaskStore;
@@ -237,19 +237,6 @@ impl TestServer {
         let wanted = host::client_headers(&self.server);
         req.headers
             .retain(|(k, _)| wanted.iter().any(|w| w.eq_ignore_ascii_case(k)));
-        // As the Worker does: CORS decided first, applied to any answer.
-        match host::cors(&self.server, &req) {
-            host::Cors::Preflight(resp) => read(Reply::new(resp)),
-            host::Cors::Headers(headers) => {
-                let mut reply = self.send_checked(req);
-                host::apply_cors(&mut reply.headers, headers);
-                reply
-            }
-            host::Cors::Nothing => self.send_checked(req),
-        }
-    }
-
-    fn send_checked(&mut self, mut req: HttpRequest) -> TestReply {
         self.next_random = self.next_random.wrapping_add(1);
         let env = Env {
             now_ms: self.now_ms,
@@ -257,52 +244,48 @@ impl TestServer {
         };
         self.live = None;
         self.refresh_paused(&env);
-        // As the Worker does: an operator's request goes its own way.
-        if host::admin::is_admin_path(&req.path) {
-            return self.admin(req, &env);
-        }
-        // As the Worker does: the caller checked before anything is routed.
-        if let Err(reply) = host::authenticate_props(&self.server, &mut req, self.props.as_deref())
-        {
-            return read(reply);
-        }
-        // (The borrow of `seen` ends before the wait borrows it again.)
-        let now = {
+        // The body arrives when a step asks for it, as the Worker reads it.
+        let mut body = Some(std::mem::take(&mut req.body));
+        let (mut inbound, mut step) = {
             let seen = self.seen.borrow();
-            host::authenticate_now(&self.server, &mut req, env.now_ms, &seen)
+            host::Inbound::start(&self.server, req, env.clone(), self.props.as_deref(), &seen)
         };
-        let decided = match now {
-            host::Authenticated::Later => block_on(host::authenticate(
-                &self.server,
-                &mut req,
-                env.now_ms,
-                &*self.verifier,
-                &self.seen,
-            )),
-            decided => decided,
-        };
-        if let host::Authenticated::No(reply) = decided {
-            self.apply(None, &reply.effects);
-            return read(reply);
-        }
-        // As the Worker does: first by the head alone (the object then gets
-        // the body the Worker never read), else with the body.
-        let body = std::mem::take(&mut req.body);
-        if let Some(Route::Object { name, mut request }) =
-            host::route_head(&self.server, &req, &env)
-        {
-            request.body = body;
-            let reply = self.in_object(&name, &request, &env);
-            self.apply(None, &reply.effects);
-            return read(reply);
-        }
-        req.body = body;
-        let reply = match host::route(&self.server, &req, &env) {
-            Route::Local(local) => block_on(host::serve_local(&self.server, &req, &env, local)),
-            Route::Object { name, request } => self.in_object(&name, &request, &env),
+        let cors = inbound.take_cors();
+        let reply = loop {
+            step = match step {
+                host::Step::Answer(reply) => break reply,
+                host::Step::Forward {
+                    name,
+                    mut request,
+                    unread,
+                } => {
+                    if unread {
+                        request.body = body.take().unwrap_or_default();
+                    }
+                    break self.in_object(&name, &request, &env);
+                }
+                host::Step::ReadBody { limit, .. } => {
+                    let mut read = body.take().unwrap_or_default();
+                    read.truncate(limit.saturating_add(1));
+                    inbound.body(&self.server, Ok(read))
+                }
+                host::Step::Verify => {
+                    block_on(inbound.verify(&self.server, &*self.verifier, &self.seen))
+                }
+                host::Step::Serve => break block_on(inbound.serve(&self.server)),
+                host::Step::Ask(asks) => {
+                    let answers = asks
+                        .into_iter()
+                        .map(|(name, r)| self.in_object(&name, &r, &env).response)
+                        .collect();
+                    inbound.answers(&self.server, answers)
+                }
+            };
         };
         self.apply(None, &reply.effects);
-        read(reply)
+        let mut reply = read(reply);
+        host::apply_cors(&mut reply.headers, cors);
+        reply
     }
 
     /// As the Worker does, now and then: reads the paused tools from the
@@ -314,41 +297,6 @@ impl TestServer {
             let reply = self.in_object(&name, &req, env);
             self.requests = counted;
             host::admin::refreshed(&self.server, &reply.response, env.now_ms);
-        }
-    }
-
-    /// An admin request, as the Worker serves one: the operator found, then
-    /// each object the job asks sent its request.
-    fn admin(&mut self, req: HttpRequest, env: &Env) -> TestReply {
-        let name = match host::admin::operator(&self.server, &req, env.now_ms) {
-            host::admin::Operator::Yes(name) => name,
-            host::admin::Operator::No(reply) => return read(reply),
-            host::admin::Operator::Verify => match block_on(host::admin::verify(
-                &self.server,
-                &req,
-                env.now_ms,
-                &*self.verifier,
-                &self.seen,
-            )) {
-                Ok(name) => name,
-                Err(reply) => return read(reply),
-            },
-        };
-        let (mut job, mut step) = host::admin::start(&self.server, &req, &name, env);
-        loop {
-            match step {
-                host::admin::Step::Answer(reply) => {
-                    self.apply(None, &reply.effects);
-                    return read(reply);
-                }
-                host::admin::Step::Ask(asks) => {
-                    let answers = asks
-                        .into_iter()
-                        .map(|(name, r)| self.in_object(&name, &r, env).response)
-                        .collect();
-                    step = job.resume(&self.server, answers);
-                }
-            }
         }
     }
 

@@ -31,6 +31,8 @@
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
+use crate::protocol::Method;
+
 /// One round of a call, as it ended.
 #[derive(Debug, Clone, Copy)]
 pub struct RoundEvent<'a> {
@@ -304,7 +306,7 @@ fn failed(ev: &RoundEvent) -> bool {
 /// The span's name: `{method} {target}`, the target a tool's or a prompt's
 /// name; a resource's URI is no target (too many of them).
 fn span_name(ev: &RoundEvent) -> String {
-    if ev.tool.is_empty() || ev.method.starts_with("resources/") {
+    if ev.tool.is_empty() || ev.method == Method::ResourcesRead.name() {
         ev.method.to_string()
     } else {
         format!("{} {}", ev.method, ev.tool)
@@ -314,13 +316,13 @@ fn span_name(ev: &RoundEvent) -> String {
 fn span_attributes(ev: &RoundEvent) -> Vec<Value> {
     let mut a = vec![attr_str("mcp.method.name", ev.method)];
     if !ev.tool.is_empty() {
-        match ev.method {
-            "prompts/get" => a.push(attr_str("gen_ai.prompt.name", ev.tool)),
-            m if m.starts_with("resources/") => a.push(attr_str("mcp.resource.uri", ev.tool)),
+        match Method::parse(ev.method) {
+            Some(Method::PromptsGet) => a.push(attr_str("gen_ai.prompt.name", ev.tool)),
+            Some(Method::ResourcesRead) => a.push(attr_str("mcp.resource.uri", ev.tool)),
             _ => a.push(attr_str("gen_ai.tool.name", ev.tool)),
         }
     }
-    if ev.method == "tools/call" {
+    if ev.method == Method::ToolsCall.name() {
         a.push(attr_str("gen_ai.operation.name", "execute_tool"));
     }
     a.push(attr_str("network.protocol.name", "http"));

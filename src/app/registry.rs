@@ -281,14 +281,27 @@ impl Registry {
         self
     }
 
-    /// The tool called `name`.
+    /// The tool called `name`. Tools and prompts are kept sorted by name
+    /// ([`Registry::tool`]), a catalog searched by its key.
     pub fn find_tool(&self, name: &str) -> Option<&Tool> {
-        self.tools.iter().find(|t| t.name == name)
+        self.tool_index(name).and_then(|i| self.tools.get(i))
+    }
+
+    /// Where the tool called `name` is in the catalog (a request carries
+    /// it from where it was first looked up to where the tool runs).
+    pub(crate) fn tool_index(&self, name: &str) -> Option<usize> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(name))
+            .ok()
     }
 
     /// The prompt called `name`.
     pub fn find_prompt(&self, name: &str) -> Option<&Prompt> {
-        self.prompts.iter().find(|p| p.name == name)
+        let i = self
+            .prompts
+            .binary_search_by(|p| p.name.as_str().cmp(name))
+            .ok()?;
+        self.prompts.get(i)
     }
 }
 

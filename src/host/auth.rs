@@ -15,7 +15,7 @@ use crate::server::{error_response, Server};
 
 /// What [`authenticate_now`] decided.
 #[derive(Debug)]
-pub enum Authenticated {
+pub(super) enum Authenticated {
     /// The request may go on (its caller added, when there is auth).
     Yes,
     /// Answer with this.
@@ -30,7 +30,7 @@ pub enum Authenticated {
 /// does nothing: `API_TOKENS` are checked by the server, synchronously,
 /// where they were. A static `API_TOKENS` entry is accepted beside OAuth
 /// (checked first).
-pub fn authenticate_now(
+pub(super) fn authenticate_now(
     server: &Server,
     req: &mut HttpRequest,
     now_ms: u64,
@@ -49,7 +49,7 @@ pub fn authenticate_now(
 /// [`authenticate_now`], waiting for the signature check when one is
 /// needed (its key fetched, WebCrypto); the verified token is remembered
 /// in `seen`. Ends in `Yes` or `No`.
-pub async fn authenticate(
+pub(super) async fn authenticate(
     server: &Server,
     req: &mut HttpRequest,
     now_ms: u64,
@@ -193,7 +193,7 @@ fn admit(
 /// token and hands over what its login stored (`props`, as JSON); that is
 /// the caller. A request without it (one that did not come through the
 /// provider) is refused. Without that mode it does nothing.
-pub fn authenticate_props(
+pub(super) fn authenticate_props(
     server: &Server,
     req: &mut HttpRequest,
     props: Option<&str>,

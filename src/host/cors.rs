@@ -41,7 +41,7 @@ const NOT_FROM_PAGES: [&str; 5] = [
 
 /// What CORS asks of a request.
 #[derive(Debug, Clone)]
-pub enum Cors {
+pub(super) enum Cors {
     /// No `Origin` (not a browser), or an origin that may not call: add
     /// nothing (a refused origin's request is then refused by the Origin
     /// check, and its browser cannot read even that).
@@ -53,7 +53,7 @@ pub enum Cors {
 }
 
 /// What CORS asks of `req`.
-pub fn cors(server: &Server, req: &HttpRequest) -> Cors {
+pub(super) fn cors(server: &Server, req: &HttpRequest) -> Cors {
     let Some(origin) = req.header("origin") else {
         return Cors::Nothing;
     };

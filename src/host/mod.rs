@@ -1,15 +1,19 @@
-//! Hosting the server on Durable Objects, sans-IO: which object serves a
-//! request ([`route_head`] by its head alone, else [`route`]), what an object does with a request
-//! ([`handle_in_object`]) and with its alarm ([`alarm`]), and how list
-//! changes reach the listen hub ([`hub_broadcast`]).
+//! Hosting the server on Durable Objects, sans-IO: a request's way in and
+//! which object serves it ([`Inbound`]), what an object does with a
+//! request ([`handle_in_object`]) and with its alarm ([`alarm`]), and how
+//! list changes reach the listen hub ([`hub_broadcast`]).
 //!
 //! The Worker glue (`worker/`) and the test harness (`testing`)
 //! both call these and apply the effects they return the same way; neither
 //! decides anything.
 //!
 //! # Layout
+//! - `inbound.rs`: a request's way in, step by step ([`Inbound`]): the one
+//!   place its order is written; the Worker and the test server only do
+//!   what each step asks.
 //! - `cors.rs`: what a browser on another origin is told, decided first.
-//! - `auth.rs`: who is calling, decided before routing (OAuth).
+//! - `auth.rs`: who is calling, decided before routing: adapts the host's
+//!   credentials (OAuth, the wrapper's props) to `crate::auth`.
 //! - `route.rs`: where a request is served; the internal headers objects read.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
 //! - `page.rs`: pages beside `/mcp`, and a page's completion of a URL-mode
@@ -18,15 +22,16 @@
 pub mod admin;
 mod auth;
 mod cors;
+mod inbound;
 mod object;
 pub mod page;
 mod route;
 
-pub use auth::{authenticate, authenticate_now, authenticate_props, Authenticated};
-pub use cors::{apply as apply_cors, cors, Cors};
+pub use cors::apply as apply_cors;
+pub use inbound::{Inbound, Step};
 pub use object::{alarm, handle_in_object, hub_broadcast};
 pub use route::{client_headers, object_headers};
-pub use route::{hub_name, route, route_head, serve_local, Local, Route, HUB};
+pub use route::{hub_name, HUB};
 
 use crate::admin::index::IndexStore;
 use crate::server::task::TaskStore;

@@ -36,7 +36,7 @@ pub async fn handle_in_object(
         return super::admin::object::serve(server, req, env, stores).await;
     }
     match req.header(HUB_HEADER) {
-        Some("listen") => return server.serve(req, env, Place::Worker, true, None).await,
+        Some("listen") => return server.serve(req, env, Place::Worker, None, None).await,
         Some("broadcast") => {
             let mut changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
             // The first shard keeps the admin index (only it is sent any).
@@ -61,7 +61,7 @@ pub async fn handle_in_object(
             task_id: task_id.to_string(),
             store: stores.task,
         };
-        return server.serve(req, env, Place::Task(&host), true, None).await;
+        return server.serve(req, env, Place::Task(&host), None, None).await;
     }
     let Some(call_id) = req.header(CALL_ID_HEADER) else {
         let e = McpError::invalid_request(
@@ -71,7 +71,7 @@ pub async fn handle_in_object(
     };
     let durable = Durable::new(call_id, stores.call);
     server
-        .serve(req, env, Place::Call(&durable), true, None)
+        .serve(req, env, Place::Call(&durable), None, None)
         .await
 }
 

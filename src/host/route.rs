@@ -15,13 +15,16 @@
 //! Everything else is served by the stateless Worker. The body is parsed
 //! once, here, and handed on with [`Route::Local`].
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
+use crate::auth::Caller;
 use crate::effects::Reply;
 use crate::http::HttpRequest;
 use crate::protocol::versions::{
     is_session_id, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, SESSION_HEADER, TASKS_EXTENSION,
 };
+use crate::protocol::{parse_message, Message, Method, Request};
+use crate::server::Parsed;
 use crate::server::{new_call_id, Env, Place, Server};
 use crate::token;
 
@@ -118,7 +121,7 @@ pub fn object_headers(server: &Server) -> Vec<String> {
 
 /// Where a request is served.
 #[derive(Debug, Clone)]
-pub enum Route {
+pub(super) enum Route {
     /// Here, statelessly: pass it to [`serve_local`].
     Local(Local),
     /// In the Durable Object named `name`: send it `request`.
@@ -131,39 +134,58 @@ pub enum Route {
     },
 }
 
-/// A request to serve in the Worker, with what routing already learned.
+/// A request to serve in the Worker, with what routing already learned:
+/// the body parsed once (`None`: not a POST to `/mcp`, or a body that is
+/// no message: the server says why), the tool it calls looked up once.
 #[derive(Debug, Clone)]
-pub struct Local {
-    body: Option<Value>,
+pub(super) struct Local {
+    parsed: Option<Parsed>,
 }
 
 /// Serves a [`Route::Local`] request.
-pub async fn serve_local(server: &Server, req: &HttpRequest, env: &Env, local: Local) -> Reply {
+pub(super) async fn serve_local(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+    local: Local,
+    caller: Option<Caller>,
+) -> Reply {
     if super::page::is_page(server, &req.path) {
         return super::page::serve(server, req, env, super::page::Keeper::Worker).await;
     }
     server
-        .serve(req, env, Place::Worker, false, local.body)
+        .serve(req, env, Place::Worker, caller, local.parsed)
         .await
 }
 
 /// Decides where `req` is served. Anything unusual (bad JSON, bad state, an
 /// unknown tool, an HTTP method no object serves) stays local, where it gets
 /// its proper error.
-pub fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
+pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
     // A session's requests are routed by their header alone, and their body
     // is read in the session's object (or, for a malformed id, never).
-    let body = if req.method == "POST" && req.header(SESSION_HEADER).is_none() {
-        serde_json::from_slice::<Value>(&req.body).ok()
+    let message = if req.method == "POST" && req.header(SESSION_HEADER).is_none() {
+        parse_message(&req.body).ok()
     } else {
         None
     };
-    match object_for(server, req, env, body.as_ref()) {
+    let request = match &message {
+        Some(Message::Request(r)) => Some(r),
+        _ => None,
+    };
+    // The tool a `tools/call` names: looked up here, once, and carried on.
+    let tool = request
+        .filter(|r| r.kind == Some(Method::ToolsCall))
+        .and_then(|r| r.params.get("name")?.as_str())
+        .and_then(|name| server.registry.tool_index(name));
+    match object_for(server, req, env, request, tool) {
         Some((name, internal)) => Route::Object {
             name,
             request: forwarded(req, &internal),
         },
-        None => Route::Local(Local { body }),
+        None => Route::Local(Local {
+            parsed: message.map(|message| Parsed { message, tool }),
+        }),
     }
 }
 
@@ -173,7 +195,7 @@ pub fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
 /// body as it came, unread by the Worker. A POST must declare its length
 /// (an undeclared body has to be read to be held to the limit). `None`:
 /// read the body and call [`route`], which decides everything else.
-pub fn route_head(server: &Server, head: &HttpRequest, env: &Env) -> Option<Route> {
+pub(super) fn route_head(server: &Server, head: &HttpRequest, env: &Env) -> Option<Route> {
     head.header(SESSION_HEADER)?;
     if head.method == "POST" && head.header("content-length").is_none() {
         return None;
@@ -187,18 +209,16 @@ fn object_for(
     server: &Server,
     req: &HttpRequest,
     env: &Env,
-    msg: Option<&Value>,
+    msg: Option<&Request>,
+    tool: Option<usize>,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
     if super::page::is_page(server, &req.path) {
         return page_object(server, req, env.now_ms);
     }
-    // The objects trust the Worker's checks: anything that fails them
-    // stays here and gets its error. Objects serve GET, POST and DELETE
+    // The objects trust the Worker's prechecks (`Inbound`), passed by
+    // the time a request is routed. Objects serve GET, POST and DELETE
     // only; anything else is refused here (405).
-    if req.path != "/mcp"
-        || !matches!(req.method.as_str(), "GET" | "POST" | "DELETE")
-        || !server.admits(req)
-    {
+    if req.path != "/mcp" || !matches!(req.method.as_str(), "GET" | "POST" | "DELETE") {
         return None;
     }
     if let Some(id) = req.header(SESSION_HEADER) {
@@ -213,7 +233,8 @@ fn object_for(
         ));
     }
     let msg = msg?;
-    if msg["method"] == "subscriptions/listen" {
+    let method = msg.kind?;
+    if method == Method::SubscriptionsListen {
         // Streams spread over the shards; a change goes to every shard.
         let shards = server.config.listen_shards.max(1);
         let shard =
@@ -225,8 +246,11 @@ fn object_for(
         ));
     }
     // A session-era `initialize` (no 2026 `_meta`) starts a session.
-    let modern = msg["params"]["_meta"].get(META_PROTOCOL_VERSION).is_some();
-    if msg["method"] == "initialize" && msg.get("id").is_some() && !modern {
+    let params = &msg.params;
+    let modern = params
+        .get("_meta")
+        .is_some_and(|m| m.get(META_PROTOCOL_VERSION).is_some());
+    if method == Method::Initialize && !modern {
         let session_id = new_call_id(env);
         return Some((
             format!("session:{session_id}"),
@@ -236,18 +260,18 @@ fn object_for(
             ],
         ));
     }
-    let params = &msg["params"];
-    if let Some(task) = task_object(server, msg, env) {
+    let tool = tool.and_then(|i| server.registry.tools.get(i));
+    if let Some(task) = task_object(method, params, tool, env) {
         return Some(task);
     }
+    let str_param = |key: &str| params.get(key).and_then(Value::as_str);
     let durable = |name: &str| server.registry.find_tool(name).is_some_and(|t| t.durable);
-    let state = match msg["method"].as_str() {
-        Some("tools/call") if durable(params["name"].as_str()?) => params["requestState"]
-            .as_str()
-            .or_else(|| msg["requestState"].as_str()),
-        Some("tools/callSaga") if durable(params["name"].as_str()?) => None,
-        Some("tools/resumeSaga") => {
-            let token = params["sagaToken"].as_str().unwrap_or_default();
+    let state = match method {
+        Method::ToolsCall if tool?.durable => str_param("requestState")
+            .or_else(|| msg.raw.get("requestState").and_then(Value::as_str)),
+        Method::ToolsCallSaga if durable(str_param("name")?) => None,
+        Method::ToolsResumeSaga => {
+            let token = str_param("sagaToken").unwrap_or_default();
             let claims = token::open_unbound(&server.config.keys, token, env.now_ms).ok()?;
             if !durable(&claims.target) {
                 return None;
@@ -330,21 +354,23 @@ pub(crate) fn call_object_name(id: &str) -> String {
 /// task), or a fresh one for a call of a task tool from a client that
 /// declared the tasks extension.
 fn task_object(
-    server: &Server,
-    msg: &Value,
+    method: Method,
+    params: &Map<String, Value>,
+    tool: Option<&crate::app::Tool>,
     env: &Env,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
-    let params = &msg["params"];
-    let id = match msg["method"].as_str()? {
-        m if crate::server::task::is_task_method(m) => {
-            let id = params["taskId"].as_str()?;
+    let id = match method {
+        m if m.is_task() => {
+            let id = params.get("taskId")?.as_str()?;
             crate::server::task::is_task_id(id).then(|| id.to_string())?
         }
-        "tools/call" => {
-            let tool = server.registry.find_tool(params["name"].as_str()?)?;
-            let declared = params["_meta"][META_CLIENT_CAPABILITIES]["extensions"]
-                .get(TASKS_EXTENSION)
-                .is_some_and(|v| !v.is_null());
+        Method::ToolsCall => {
+            let tool = tool?;
+            let declared = params.get("_meta").is_some_and(|m| {
+                m[META_CLIENT_CAPABILITIES]["extensions"]
+                    .get(TASKS_EXTENSION)
+                    .is_some_and(|v| !v.is_null())
+            });
             (tool.task.is_some() && declared).then(|| new_call_id(env))?
         }
         _ => return None,
@@ -430,13 +456,9 @@ mod tests {
             by_head(&head(&[sid, ("content-length", "12")])).as_deref(),
             Some("session:abc123")
         );
-        // An undeclared length must be read to be held to the limit; a
-        // declared one over it is refused where the body is read.
+        // An undeclared length must be read to be held to the limit (a
+        // declared one over it never gets here: `Inbound`'s prechecks).
         assert_eq!(by_head(&head(&[sid])), None);
-        assert_eq!(
-            by_head(&head(&[sid, ("content-length", "999999999")])),
-            None
-        );
         // Everything else needs the body to be routed.
         assert_eq!(by_head(&head(&[("content-length", "12")])), None);
         let mut get = head(&[sid]);

@@ -22,6 +22,9 @@ pub struct Request {
     pub id: Value,
     /// The method name.
     pub method: String,
+    /// The method, read once as the message is parsed; `None` for a
+    /// method this server does not know.
+    pub kind: Option<super::Method>,
     /// The params object (empty when absent).
     pub params: Map<String, Value>,
     /// The message's other top-level members (`params` moved out), for
@@ -101,6 +104,7 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
     match (obj.get("method"), obj.get("id")) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request(Request {
             id: id.clone(),
+            kind: super::Method::parse(method),
             method: method.clone(),
             params,
             raw: obj,

@@ -4,9 +4,11 @@
 //! - `jsonrpc.rs`: parsing one message, building replies.
 //! - `versions.rs`: protocol versions and the `_meta` keys of 2026-07-28.
 //! - `kinds.rs`: log levels and list kinds.
+//! - `method.rs`: every method a client sends, named once.
 
 pub mod jsonrpc;
 mod kinds;
+pub mod method;
 pub mod versions;
 
 pub use jsonrpc::{
@@ -14,6 +16,7 @@ pub use jsonrpc::{
     Request, Response,
 };
 pub use kinds::{ListKind, LogLevel};
+pub use method::Method;
 
 use serde_json::Value;
 

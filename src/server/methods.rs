@@ -2,12 +2,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::request::{is_removed, object_param, MethodReply, RequestMeta};
+use super::request::{object_param, MethodReply, RequestMeta};
 use super::target::Target;
 use super::{mrtr, saga, Ctx, Server};
 use crate::effects::Listen;
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
+use crate::protocol::method::{Era, Method};
 use crate::protocol::versions::{META_SERVER_INFO, META_SUBSCRIPTION_ID, TASKS_EXTENSION};
 use crate::protocol::{notification, Request};
 
@@ -15,41 +16,45 @@ pub(super) async fn dispatch(
     server: &Server,
     request: &Request,
     meta: &RequestMeta,
+    tool: Option<usize>,
     ctx: &Ctx<'_>,
 ) -> Result<MethodReply, McpError> {
     let p = &request.params;
-    if let Some(result) = stateless_method(server, &request.method, p) {
+    let Some(method) = request.kind else {
+        return Err(McpError::method_not_found(&request.method));
+    };
+    if let Some(result) = stateless_method(server, method, p) {
         return Ok(MethodReply::plain(result?));
     }
-    let reply = match request.method.as_str() {
-        m @ ("tools/call" | "prompts/get" | "resources/read") => {
-            let (target, args) = call_target(server, m, p)?;
+    let reply = match method {
+        m if m.is_call() => {
+            let (target, args) = call_target(server, m, p, tool)?;
             if let Target::Tool(tool) = target {
                 if tool.task.is_some() {
                     return super::task::call(server, tool, args, request, meta, ctx).await;
                 }
             }
             let mut reply = mrtr::call(server, target, args, request, meta, ctx).await?;
-            if m == "resources/read" && reply.result.get("resultType") == Some(&json!("complete")) {
+            if m == Method::ResourcesRead
+                && reply.result.get("resultType") == Some(&json!("complete"))
+            {
                 add_cache_fields(server, &mut reply.result);
             }
             reply
         }
-        m if saga::is_saga(m) => {
+        m if m.is_saga() => {
             let caps = ClientCaps::from_json(Some(&meta.capabilities));
             MethodReply::plain(saga::handle(server, request, caps, ctx).await?)
         }
-        "subscriptions/listen" => listen(request, meta, ctx)?,
-        m if super::task::is_task_method(m) => {
-            super::task::handle_method(server, request, meta, ctx)?
-        }
-        m if is_removed(m) => {
+        Method::SubscriptionsListen => listen(request, meta, ctx)?,
+        m if m.is_task() => super::task::handle_method(server, request, meta, ctx)?,
+        m if m.era() == Era::Session => {
             return Err(McpError::new(
                 ErrorKind::MethodNotFound,
                 format!("Method not found: {m} was removed in protocol version 2026-07-28"),
             ))
         }
-        m => return Err(McpError::method_not_found(m)),
+        m => return Err(McpError::method_not_found(m.name())),
     };
     Ok(reply)
 }
@@ -58,7 +63,7 @@ pub(super) async fn dispatch(
 /// wires (the session wire strips the 2026 cache fields).
 pub(crate) fn stateless_method(
     server: &Server,
-    method: &str,
+    method: Method,
     p: &Map<String, Value>,
 ) -> Option<Result<Value, McpError>> {
     let registry = &server.registry;
@@ -69,40 +74,46 @@ pub(crate) fn stateless_method(
         }));
     }
     Some(Ok(match method {
-        "server/discover" => discover(server),
-        "tools/list" => list(server, "tools", registry.tools.iter().map(|t| t.listing())),
-        "resources/list" => list(
+        Method::ServerDiscover => discover(server),
+        Method::ToolsList => list(server, "tools", registry.tools.iter().map(|t| t.listing())),
+        Method::ResourcesList => list(
             server,
             "resources",
             (registry.resources.iter().map(|r| r.listing()))
                 .chain(super::skills::listings(registry)),
         ),
-        "resources/templates/list" => list(
+        Method::ResourcesTemplatesList => list(
             server,
             "resourceTemplates",
             registry.templates.iter().map(|t| t.listing()),
         ),
-        "prompts/list" => list(
+        Method::PromptsList => list(
             server,
             "prompts",
             registry.prompts.iter().map(|p| p.listing()),
         ),
-        "completion/complete" => return Some(complete(server, p)),
+        Method::CompletionComplete => return Some(complete(server, p)),
         _ => return None,
     }))
 }
 
 /// What a `tools/call`, `prompts/get` or `resources/read` runs, and with
-/// which arguments.
+/// which arguments. `found`: where the tool a `tools/call` names is in the
+/// registry, when a step before looked it up.
 pub(crate) fn call_target<'a>(
     server: &'a Server,
-    method: &str,
+    method: Method,
     p: &Map<String, Value>,
+    found: Option<usize>,
 ) -> Result<(Target<'a>, Value), McpError> {
     match method {
-        "tools/call" => {
+        Method::ToolsCall => {
             let name = string_param(p, "name")?;
-            let tool = server.registry.find_tool(name).ok_or_else(|| {
+            let tool = match found {
+                Some(i) => server.registry.tools.get(i),
+                None => server.registry.find_tool(name),
+            };
+            let tool = tool.ok_or_else(|| {
                 if p.contains_key("requestState") {
                     // A paused call of a tool this deploy does not serve:
                     // the call is kept for a rollback.
@@ -116,7 +127,7 @@ pub(crate) fn call_target<'a>(
                 Value::Object(object_param(p, "arguments")?),
             ))
         }
-        "prompts/get" => {
+        Method::PromptsGet => {
             let name = string_param(p, "name")?;
             let prompt = server.registry.find_prompt(name).ok_or_else(|| {
                 McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
@@ -126,11 +137,11 @@ pub(crate) fn call_target<'a>(
                 Value::Object(object_param(p, "arguments")?),
             ))
         }
-        "resources/read" => {
+        Method::ResourcesRead => {
             let uri = string_param(p, "uri")?;
             Ok((find_resource(server, uri)?, json!({ "uri": uri })))
         }
-        m => Err(McpError::method_not_found(m)),
+        m => Err(McpError::method_not_found(m.name())),
     }
 }
 

@@ -44,7 +44,7 @@ pub use config::{Config, RoundLogs};
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
 pub(crate) use out_of_band::out_of_band;
-pub(crate) use request::{MethodReply, RequestMeta};
+pub(crate) use request::{MethodReply, Parsed, RequestMeta};
 pub(crate) use round::{Kept, Site, Step};
 pub(crate) use skills::declare as declare_skills;
 pub(crate) use target::{run_target, Target};
@@ -57,7 +57,7 @@ use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{check_origin_and_host, HttpRequest, HttpResponse};
-use crate::protocol::{parse_message, parse_value, result_bytes, versions, Message};
+use crate::protocol::{parse_message, result_bytes, versions, Message};
 use task::TaskHost;
 
 /// What the outside world supplies for one request.
@@ -153,18 +153,11 @@ impl Server {
         }
     }
 
-    /// Handles one HTTP request outside any Durable Object (a test, or a
-    /// host that serves only stateless calls). The Worker goes through
-    /// [`crate::host::route`] first, which also says where stateful
-    /// requests go.
-    pub async fn handle(&self, req: &HttpRequest, env: &Env) -> Reply {
-        self.serve(req, env, Place::Worker, false, None).await
-    }
-
-    /// Serves a request. `place`: the Worker or an object.
-    /// `forwarded`: the Worker already ran the Origin/Host/size checks (the
-    /// forwarded Host is an internal one). `body`: the body, already parsed
-    /// by the router (so it is parsed once).
+    /// Serves a request. `place`: the Worker or an object. `caller`: who
+    /// is calling, as the prechecks found in the Worker
+    /// ([`crate::host::Inbound`]); `None` in an object, which trusts those
+    /// checks and reads the caller the Worker forwarded. `parsed`: the
+    /// body, already read by the router (so it is parsed once).
     ///
     /// Boxed so that every caller shares one copy of the server's future:
     /// awaited directly from the Worker's path and the objects' path, the
@@ -174,10 +167,10 @@ impl Server {
         req: &'a HttpRequest,
         env: &'a Env,
         place: Place<'a>,
-        forwarded: bool,
-        body: Option<Value>,
+        caller: Option<Caller>,
+        parsed: Option<Parsed>,
     ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Reply> + 'a>> {
-        Box::pin(self.serve_unboxed(req, env, place, forwarded, body))
+        Box::pin(self.serve_unboxed(req, env, place, caller, parsed))
     }
 
     async fn serve_unboxed(
@@ -185,8 +178,8 @@ impl Server {
         req: &HttpRequest,
         env: &Env,
         place: Place<'_>,
-        forwarded: bool,
-        body: Option<Value>,
+        caller: Option<Caller>,
+        parsed: Option<Parsed>,
     ) -> Reply {
         let durable = match place {
             Place::Call(d) => Some(d),
@@ -197,7 +190,7 @@ impl Server {
             _ => None,
         };
         let reply = match self
-            .serve_inner(req, env, durable, task, forwarded, body)
+            .serve_inner(req, env, durable, task, caller, parsed)
             .await
         {
             Ok(reply) => reply,
@@ -222,8 +215,8 @@ impl Server {
         env: &Env,
         durable: Option<&Durable<'_>>,
         task: Option<&TaskHost<'_>>,
-        forwarded: bool,
-        body: Option<Value>,
+        caller: Option<Caller>,
+        parsed: Option<Parsed>,
     ) -> Result<Reply, (McpError, Option<Value>)> {
         if let (Some(oauth), "GET" | "HEAD") = (&self.config.oauth, req.method.as_str()) {
             if crate::auth::is_metadata_path(&req.path) {
@@ -237,10 +230,9 @@ impl Server {
             );
             return Err((e, None));
         }
-        let caller = if forwarded {
-            self.authenticate(req).map_err(|e| (e, None))?
-        } else {
-            self.precheck(req).map_err(|e| (e, None))?
+        let caller = match caller {
+            Some(c) => c,
+            None => self.authenticate(req).map_err(|e| (e, None))?,
         };
         let principal = Principal(caller.principal.clone());
         match req.method.as_str() {
@@ -270,9 +262,9 @@ impl Server {
                 None,
             ));
         }
-        let message = match body {
-            Some(v) => parse_value(v)?,
-            None => parse_message(&req.body)?,
+        let (message, tool) = match parsed {
+            Some(p) => (p.message, p.tool),
+            None => (parse_message(&req.body)?, None),
         };
         let ctx = Ctx {
             env,
@@ -288,7 +280,7 @@ impl Server {
         if let Message::Request(r) = &message {
             if !request::has_modern_meta(r) {
                 let id = Some(r.id.clone());
-                if saga::is_saga(&r.method) {
+                if r.kind.is_some_and(crate::protocol::Method::is_saga) {
                     let result = saga::handle(self, r, ClientCaps::all(), &ctx)
                         .await
                         .map_err(|e| (e, id))?;
@@ -302,25 +294,7 @@ impl Server {
                 }
             }
         }
-        modern::handle(self, req, message, &ctx).await
-    }
-
-    /// Whether [`Server::precheck`] would let `req` through, without
-    /// building its caller (routing asks this of every request; the server
-    /// reads the caller once, where it serves the request).
-    pub(crate) fn admits(&self, req: &HttpRequest) -> bool {
-        let signed_in = if self.config.oauth.is_some() || self.config.oauth_props {
-            // Only the host's authentication sets it.
-            req.header(crate::auth::CALLER_HEADER).is_some()
-        } else {
-            self.config.api_tokens.is_empty()
-                || crate::auth::authenticate_api_token(
-                    &self.config.api_tokens,
-                    req.header("authorization"),
-                )
-                .is_some()
-        };
-        self.check_origin(req).is_ok() && signed_in && self.check_size(req).is_ok()
+        modern::handle(self, req, message, tool, &ctx).await
     }
 
     /// The checks every request passes before anything else: Origin and
@@ -381,7 +355,7 @@ impl Server {
     /// Worker need not read (nor buffer) a body it will refuse; it reads no
     /// more than the limit and one byte, so an undeclared body over it is
     /// refused too.
-    fn check_size(&self, req: &HttpRequest) -> Result<(), McpError> {
+    pub(crate) fn check_size(&self, req: &HttpRequest) -> Result<(), McpError> {
         let declared = req
             .header("content-length")
             .and_then(|v| v.trim().parse::<u64>().ok())

@@ -15,7 +15,7 @@ use crate::http::{decode_header_value, HttpRequest, HttpResponse, SseEvent};
 use crate::protocol::versions::{
     META_CLIENT_CAPABILITIES, META_LOG_LEVEL, META_PROTOCOL_VERSION, MODERN_VERSIONS,
 };
-use crate::protocol::{result_response, ListKind, Message, Request};
+use crate::protocol::{result_response, ListKind, Message, Method, Request};
 
 type Rejection = (McpError, Option<Value>);
 
@@ -23,6 +23,7 @@ pub(super) async fn handle(
     server: &Server,
     req: &HttpRequest,
     message: Message,
+    tool: Option<usize>,
     ctx: &Ctx<'_>,
 ) -> Result<Reply, Rejection> {
     check_content_headers(req)?;
@@ -35,8 +36,17 @@ pub(super) async fn handle(
     };
     let id = Some(request.id.clone());
     let meta = validate(req, &request).map_err(|e| (e, id.clone()))?;
-    check_param_headers(server, req, &request).map_err(|e| (e, id.clone()))?;
-    let reply = methods::dispatch(server, &request, &meta, ctx)
+    // The tool a `tools/call` names, looked up once: by the router when
+    // it read the body, else here.
+    let tool = match request.kind {
+        Some(Method::ToolsCall) => tool.or_else(|| {
+            let name = request.params.get("name").and_then(Value::as_str)?;
+            server.registry.tool_index(name)
+        }),
+        _ => None,
+    };
+    check_param_headers(server, req, &request, tool).map_err(|e| (e, id.clone()))?;
+    let reply = methods::dispatch(server, &request, &meta, tool, ctx)
         .await
         .map_err(|e| (e, id.clone()))?;
     Ok(respond(&request.id, reply))
@@ -123,13 +133,7 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
         .with_data(json!({"supported": MODERN_VERSIONS, "requested": version})));
     }
     check_mirrored(req, "mcp-method", "Mcp-Method", Some(&request.method))?;
-    let name_field = match request.method.as_str() {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    };
-    if let Some(field) = name_field {
+    if let Some(field) = request.kind.and_then(Method::mirrored) {
         let body_value = request.params.get(field).and_then(Value::as_str);
         check_mirrored(req, "mcp-name", "Mcp-Name", body_value)?;
     }
@@ -154,16 +158,9 @@ fn check_param_headers(
     server: &Server,
     req: &HttpRequest,
     request: &Request,
+    tool: Option<usize>,
 ) -> Result<(), McpError> {
-    if request.method != "tools/call" {
-        return Ok(());
-    }
-    let Some(tool) = request
-        .params
-        .get("name")
-        .and_then(Value::as_str)
-        .and_then(|n| server.registry.find_tool(n))
-    else {
+    let Some(tool) = tool.and_then(|i| server.registry.tools.get(i)) else {
         return Ok(());
     };
     let Some(props) = tool

@@ -9,14 +9,14 @@ use crate::error::McpError;
 use crate::protocol::versions::META_PROTOCOL_VERSION;
 use crate::protocol::Request;
 
-/// Methods of the session era that 2026-07-28 removed.
-const REMOVED: [&str; 5] = [
-    "initialize",
-    "ping",
-    "logging/setLevel",
-    "resources/subscribe",
-    "resources/unsubscribe",
-];
+/// A request's body as the router in the Worker read it, handed on so it
+/// is read once: the message, and where the tool a `tools/call` names is
+/// in the registry's catalog (looked up once, there).
+#[derive(Debug, Clone)]
+pub(crate) struct Parsed {
+    pub(crate) message: crate::protocol::Message,
+    pub(crate) tool: Option<usize>,
+}
 
 /// What one modern request declared in `_meta`.
 #[derive(Debug, Clone)]
@@ -57,11 +57,6 @@ pub(crate) fn has_modern_meta(request: &Request) -> bool {
         .get("_meta")
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some()
-}
-
-/// Whether `method` was removed in 2026-07-28.
-pub(crate) fn is_removed(method: &str) -> bool {
-    REMOVED.contains(&method)
 }
 
 /// Reads `params[key]` as an object (absent: empty).

@@ -254,7 +254,7 @@ pub(crate) fn record(
     let ev = crate::trace::RoundEvent {
         call_id: ended.call_id,
         tool: ended.tool,
-        method: "tools/call",
+        method: crate::protocol::Method::ToolsCall.name(),
         wire: ended.wire,
         round,
         outcome: end.as_str(),

@@ -15,16 +15,11 @@ use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, InputRequest, TaskMode};
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::{object, Request};
+use crate::protocol::{object, Method, Request};
 use crate::token;
 
 /// The method saga state is bound to, for both saga methods.
-const SAGA: &str = "tools/callSaga";
-
-/// Whether `method` is a saga method.
-pub(crate) fn is_saga(method: &str) -> bool {
-    method == "tools/callSaga" || method == "tools/resumeSaga"
-}
+const SAGA: Method = Method::ToolsCallSaga;
 
 /// Serves `tools/callSaga` or `tools/resumeSaga`; the result object.
 pub(crate) async fn handle(
@@ -34,7 +29,7 @@ pub(crate) async fn handle(
     ctx: &Ctx<'_>,
 ) -> Result<Value, McpError> {
     let p = &request.params;
-    let (tool, args, state, answers) = if request.method == "tools/callSaga" {
+    let (tool, args, state, answers) = if request.kind == Some(SAGA) {
         let name = p
             .get("name")
             .and_then(Value::as_str)
@@ -58,7 +53,7 @@ pub(crate) async fn handle(
         let claims = token::open_unbound(&server.config.keys, saga_token, ctx.env.now_ms)?;
         let malformed =
             || McpError::new(ErrorKind::InvalidState, "Invalid request state: malformed");
-        if claims.method != SAGA {
+        if claims.method != SAGA.name() {
             return Err(McpError::new(
                 ErrorKind::InvalidState,
                 "Invalid request state: issued for another request",
@@ -74,7 +69,7 @@ pub(crate) async fn handle(
     let round = run_round(
         server,
         RoundInput {
-            method: SAGA,
+            method: SAGA.name(),
             target: Target::Tool(tool),
             args,
             state,

@@ -12,6 +12,7 @@ use crate::app::skills::paths::{DIRECTORY_MIME_TYPE, SCHEME};
 use crate::app::skills::SKILLS_EXTENSION;
 use crate::app::{Registry, Resource};
 use crate::error::McpError;
+use crate::protocol::Method;
 
 /// Adds the extension to `capabilities` when skills are served. Every
 /// directory of a skill is served as one, so `directoryRead` is promised.
@@ -30,7 +31,7 @@ pub(crate) fn declare(registry: &Registry, capabilities: &mut Value) {
 /// no skill is served). Callers add the cache fields.
 pub(crate) fn method(
     registry: &Registry,
-    method: &str,
+    method: Method,
     params: &Map<String, Value>,
 ) -> Option<Result<Value, McpError>> {
     if registry.skills.is_empty() {
@@ -38,12 +39,12 @@ pub(crate) fn method(
     }
     Some(match method {
         // One page: an entry is never split, and the listing is whole.
-        "skills/list" => Ok(json!({
+        Method::SkillsList => Ok(json!({
             "resultType": "complete",
             "skills": registry.skills.iter().map(|s| s.entry()).collect::<Vec<_>>(),
         })),
-        "skills/get" => get(registry, params),
-        "resources/directory/read" => read_directory(registry, params),
+        Method::SkillsGet => get(registry, params),
+        Method::ResourcesDirectoryRead => read_directory(registry, params),
         _ => return None,
     })
 }

@@ -17,11 +17,11 @@ use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
 use crate::http::HttpRequest;
-use crate::protocol::{object, result_response, Request};
+use crate::protocol::{object, result_response, Method, Request};
 
 /// Whether this `tools/call` opted into the streamless wire.
 pub(crate) fn opted_in(req: &HttpRequest, request: &Request) -> bool {
-    request.method == "tools/call"
+    request.kind == Some(Method::ToolsCall)
         && (request.raw.contains_key("dependent_responses")
             || req
                 .header("mcp-dependent-requests")
@@ -62,7 +62,7 @@ pub(crate) async fn handle(
     let round = run_round(
         server,
         RoundInput {
-            method: "tools/call",
+            method: Method::ToolsCall.name(),
             target: Target::Tool(tool),
             args: Value::Object(object_param(p, "arguments")?),
             state,

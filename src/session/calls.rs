@@ -11,7 +11,7 @@ use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
-use crate::protocol::{notification, result_response, Request};
+use crate::protocol::{notification, result_response, Method, Request};
 use crate::server::{call_target, round, Env, Kept, Server, Site, Step};
 
 /// Who a request of the session comes from (already checked to be its
@@ -37,7 +37,10 @@ pub(super) async fn start(
     let params = Value::Object(r.params.clone());
     // Unknown tools and the like are plain errors, before any stream exists.
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
-    if let (crate::server::Target::Tool(t), _) = call_target(server, &r.method, &r.params)? {
+    let method = r
+        .kind
+        .ok_or_else(|| McpError::method_not_found(&r.method))?;
+    if let (crate::server::Target::Tool(t), _) = call_target(server, method, &r.params, None)? {
         // A token without the tool's scopes is refused before the call
         // starts: 403 with the challenge, so the client steps up and sends
         // the call again.
@@ -337,10 +340,15 @@ async fn advance_once(
     call.state = CallState::Running;
     let empty = serde_json::Map::new();
     let params = call.params.as_object().unwrap_or(&empty);
-    let (target, args) = match call_target(server, &call.method, params) {
+    let method = Method::parse(&call.method);
+    let target = method.map_or_else(
+        || Err(McpError::method_not_found(&call.method)),
+        |m| call_target(server, m, params, None),
+    );
+    let (target, args) = match target {
         Ok(t) => t,
         // A paused call whose tool this deploy does not serve: kept.
-        Err(_) if call.journal.round > 0 && call.method == "tools/call" => {
+        Err(_) if call.journal.round > 0 && method == Some(Method::ToolsCall) => {
             let name = params.get("name").and_then(Value::as_str).unwrap_or("");
             let gone = crate::engine::tool_gone(name);
             let error = Some((gone.code(), format!("{:?}", gone.kind)));
@@ -373,7 +381,7 @@ async fn advance_once(
             meta.origin.clone()
         },
     });
-    let is_tool = call.method == "tools/call";
+    let is_tool = method == Some(Method::ToolsCall);
     let run = round::run(server, &target, args, call.journal.clone(), site).await;
     let mut messages = run.notifications;
     let step = Step::of(run.outcome, is_tool);

@@ -35,8 +35,9 @@ use serde_json::{json, Map, Value};
 use crate::effects::{Effect, Reply};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::protocol::method::Era;
 use crate::protocol::versions::{SESSION, SESSION_HEADER, SESSION_OLDER};
-use crate::protocol::{parse_message, Message, Request};
+use crate::protocol::{parse_message, Message, Method, Request};
 use crate::server::{error_response, result_reply, Env, Server};
 
 /// Handles one request to session `session_id`. `new` is set when the Worker
@@ -268,12 +269,15 @@ async fn request(
     turn: &calls::Turn,
 ) -> Result<Reply, McpError> {
     let ok = |result: Value| Reply::new(result_reply(&r.id, &result));
-    match r.method.as_str() {
-        "initialize" => Err(McpError::invalid_request(
+    let Some(method) = r.kind else {
+        return Err(McpError::method_not_found(&r.method));
+    };
+    match method {
+        Method::Initialize => Err(McpError::invalid_request(
             "Invalid Request: the session is already initialized",
         )),
-        "ping" => Ok(ok(json!({}))),
-        "logging/setLevel" => {
+        Method::Ping => Ok(ok(json!({}))),
+        Method::LoggingSetLevel => {
             let level = r
                 .params
                 .get("level")
@@ -285,27 +289,23 @@ async fn request(
             store.put_meta(meta)?;
             Ok(ok(json!({})))
         }
-        "resources/subscribe" | "resources/unsubscribe" => {
+        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
             let uri =
                 r.params.get("uri").and_then(Value::as_str).ok_or_else(|| {
                     McpError::invalid_params("Invalid params: uri must be a string")
                 })?;
             meta.subscriptions.retain(|u| u != uri);
-            if r.method == "resources/subscribe" {
+            if method == Method::ResourcesSubscribe {
                 meta.subscriptions.push(uri.to_string());
             }
             store.put_meta(meta)?;
             Ok(ok(json!({})))
         }
-        "tools/call" | "prompts/get" | "resources/read" => {
-            calls::start(server, turn, env, store, meta, r).await
-        }
-        "requests/getStatus" => Ok(ok(resume::get_status(store, env, &r.params)?)),
-        "requests/resume" => resume::resume(server, env, store, r),
-        "tools/callSaga" | "tools/resumeSaga" | "subscriptions/listen" | "server/discover" => {
-            Err(McpError::method_not_found(&r.method))
-        }
-        _ => match crate::server::stateless_method(server, &r.method, &r.params) {
+        m if m.is_call() => calls::start(server, turn, env, store, meta, r).await,
+        Method::RequestsGetStatus => Ok(ok(resume::get_status(store, env, &r.params)?)),
+        Method::RequestsResume => resume::resume(server, env, store, r),
+        m if m.era() == Era::Modern => Err(McpError::method_not_found(m.name())),
+        m => match crate::server::stateless_method(server, m, &r.params) {
             Some(result) => Ok(ok(session_shape(result?))),
             None => Err(McpError::method_not_found(&r.method)),
         },

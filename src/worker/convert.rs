@@ -74,21 +74,38 @@ pub(crate) async fn read_body(
     http: &mut HttpRequest,
     cap: usize,
 ) -> Result<()> {
-    use futures_util::StreamExt;
-    // A request with no body at all (`curl -X DELETE`, `fetch()` without
-    // one, a GET) reads as empty: asked for its stream, the runtime has
-    // none to give, and that failed the request with a 500.
-    if http.method == "GET" || http.method == "HEAD" || req.body().is_none() {
+    // A GET or HEAD has no body (asked for its stream, the runtime has
+    // none to give).
+    if http.method == "GET" || http.method == "HEAD" {
         return Ok(());
     }
     let declared = http
         .header("content-length")
         .and_then(|v| v.trim().parse::<u64>().ok());
+    http.body = body_of(req, declared, cap).await?;
+    Ok(())
+}
+
+/// The body of `req`: one read when its declared length is within `cap`,
+/// nothing when it is over, else chunks keeping at most `cap + 1` bytes.
+pub(crate) async fn body_of(
+    req: &web_sys::Request,
+    declared: Option<u64>,
+    cap: usize,
+) -> Result<Vec<u8>> {
+    use futures_util::StreamExt;
+    // A request with no body at all (`curl -X DELETE`, `fetch()` without
+    // one) reads as empty: asked for its stream, the runtime has none to
+    // give, and that failed the request with a 500.
+    if req.body().is_none() {
+        return Ok(Vec::new());
+    }
+    let mut body = Vec::new();
     match declared {
         // A declared length within the cap: one read of the whole body.
         Some(n) if n <= cap as u64 => {
             let buffer = JsFuture::from(req.array_buffer()?).await?;
-            http.body = js_sys::Uint8Array::new(&buffer).to_vec();
+            body = js_sys::Uint8Array::new(&buffer).to_vec();
         }
         Some(_) => {}
         // No declared length: read chunks, keeping no more than the cap.
@@ -98,8 +115,8 @@ pub(crate) async fn read_body(
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk?;
                 read += chunk.len();
-                if http.body.len() <= cap {
-                    http.body.extend_from_slice(&chunk);
+                if body.len() <= cap {
+                    body.extend_from_slice(&chunk);
                 }
                 // Past the cap the rest is read and dropped (up to a bound)
                 // rather than the stream cancelled: cancelled mid-upload,
@@ -111,7 +128,7 @@ pub(crate) async fn read_body(
             }
         }
     }
-    Ok(())
+    Ok(body)
 }
 
 /// The path of a serialized URL (`https://host/mcp?x` → `/mcp`). A page's

@@ -366,7 +366,10 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
     if let Some(meta) = stores.session.meta()? {
         for call in stores.session.calls()? {
             let admin = summary::session_call_id(&meta.id, call.admin_key());
-            if !ids.contains(&admin) || call.state.is_final() || call.method != "tools/call" {
+            if !ids.contains(&admin)
+                || call.state.is_final()
+                || call.method != crate::protocol::Method::ToolsCall.name()
+            {
                 continue;
             }
             out.push(PausedCall::new(

@@ -8,13 +8,8 @@ use super::slice::{next_wake, store};
 use super::{detailed, extension_required, unknown_task, TaskHost, TaskRecord, TaskStatus};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
-use crate::protocol::Request;
+use crate::protocol::{Method, Request};
 use crate::server::{Ctx, MethodReply, RequestMeta, Server};
-
-/// Whether `method` is one of the task methods this module serves.
-pub(crate) fn is_task_method(method: &str) -> bool {
-    matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
-}
 
 /// Serves a task method.
 pub(crate) fn handle(
@@ -32,8 +27,8 @@ pub(crate) fn handle(
             "Invalid params: taskId must be a string",
         ));
     };
-    let inputs = match request.method.as_str() {
-        "tasks/update" => match p.get("inputResponses") {
+    let inputs = match request.kind {
+        Some(Method::TasksUpdate) => match p.get("inputResponses") {
             Some(Value::Object(m)) => Some(m.clone()),
             _ => {
                 return Err(McpError::invalid_params(
@@ -53,8 +48,8 @@ pub(crate) fn handle(
         _ => None,
     };
     let now = ctx.env.now_ms;
-    match (request.method.as_str(), task) {
-        ("tasks/get", Some((_, t))) => Ok(MethodReply {
+    match (request.kind, task) {
+        (Some(Method::TasksGet), Some((_, t))) => Ok(MethodReply {
             effects: nudge(server, &t, now),
             ..MethodReply::plain(detailed(server, &t))
         }),
@@ -62,7 +57,7 @@ pub(crate) fn handle(
         // every method (the extension's spec: MUST for get, SHOULD for
         // update and cancel).
         (_, None) => Err(unknown_task()),
-        ("tasks/update", Some((host, mut t))) => {
+        (Some(Method::TasksUpdate), Some((host, mut t))) => {
             // The body goes on with the scopes of the token the client
             // answered with (a refreshed or stepped-up one).
             t.caller = ctx.caller.clone();

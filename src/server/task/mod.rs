@@ -23,7 +23,7 @@ mod record;
 mod slice;
 mod start;
 
-pub(crate) use methods::{cancel_task, handle as handle_method, is_task_method};
+pub(crate) use methods::{cancel_task, handle as handle_method};
 pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub use slice::alarm;
 pub(crate) use slice::complete_url;

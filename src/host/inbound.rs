@@ -1,0 +1,343 @@
+//! One request's way in, from its head to where it is served: every step
+//! and their order decided here, once, for the Worker and the test server
+//! alike. A host starts an [`Inbound`] with the request's head, then only
+//! satisfies what each [`Step`] asks (read the body, check a signature,
+//! send requests to objects) and hands the result back; it knows no order.
+//!
+//! The order: CORS (a preflight answered) → an operator's request its own
+//! way (body, operator, the admin job) → who is calling (the wrapper's
+//! props, else OAuth, at once for a token verified lately, else after a
+//! signature check) → the prechecks, once (Origin/Host, sign-in, declared
+//! size) → a session's request forwarded by its head, body unread → the
+//! body read (up to the limit) → routed: served here, or forwarded.
+
+use std::cell::RefCell;
+
+use super::admin::{self, Job, Operator};
+use super::auth::{self as host_auth, Authenticated};
+use super::cors::{cors, Cors};
+use super::route::{route, route_head, serve_local, Local, Route};
+use crate::auth::{Caller, KeyVerifier, SeenTokens};
+use crate::effects::Reply;
+use crate::http::{HttpRequest, HttpResponse};
+use crate::server::{error_response, Env, Server};
+
+/// What the host does next for a request.
+#[must_use = "a step asks the host for something, or holds the answer"]
+pub enum Step {
+    /// Answer with this (its effects applied first).
+    Answer(Reply),
+    /// Send `request` to the object `name` and answer with its response.
+    /// `unread`: the client's body goes along as it came, never read here.
+    Forward {
+        /// The object's name.
+        name: String,
+        /// The request to send it (internal headers set).
+        request: HttpRequest,
+        /// Whether the body is the client's, still unread.
+        unread: bool,
+    },
+    /// Read the body, keeping at most `limit` bytes and one more (so an
+    /// undeclared body over it is seen), and call [`Inbound::body`].
+    ReadBody {
+        /// The length the request declared, if it did (never over `limit`).
+        declared: Option<u64>,
+        /// The largest body the server takes.
+        limit: usize,
+    },
+    /// Check a token's signature: call [`Inbound::verify`].
+    Verify,
+    /// Serve the request here: call [`Inbound::serve`].
+    Serve,
+    /// Send each request to the object named and hand the responses to
+    /// [`Inbound::answers`], in order (an object that did not answer: 502).
+    Ask(Vec<(String, HttpRequest)>),
+}
+
+enum Stage {
+    /// Signing in: a signature is next.
+    SignIn,
+    /// The body is next, then routing.
+    Body,
+    /// An operator's request: its body is next, then who sent it.
+    AdminBody,
+    /// An operator's OAuth token is next.
+    AdminVerify,
+    /// An admin job, waiting for the objects it asked.
+    Admin(Box<Job>),
+    /// To be served here.
+    Serve(Local),
+    /// Answered or forwarded.
+    Done,
+}
+
+/// One request on its way in.
+pub struct Inbound {
+    http: HttpRequest,
+    env: Env,
+    stage: Stage,
+    /// Who is calling, once the prechecks passed: carried to the server
+    /// as a value, never written out and parsed back in this isolate.
+    caller: Option<Caller>,
+    cors: Vec<(String, String)>,
+}
+
+impl Inbound {
+    /// Starts `http` (its head: the body is read when a step asks).
+    /// `props`: what a wrapping authorization server hands the Worker
+    /// (`ctx.props`, JSON); `seen`: tokens whose signature verified lately.
+    pub fn start(
+        server: &Server,
+        http: HttpRequest,
+        env: Env,
+        props: Option<&str>,
+        seen: &SeenTokens,
+    ) -> (Self, Step) {
+        let mut inbound = Self {
+            http,
+            env,
+            stage: Stage::Done,
+            caller: None,
+            cors: Vec::new(),
+        };
+        // CORS first: a preflight is answered; an allowed origin's headers
+        // go on whatever the request is answered with ([`Inbound::cors`]).
+        match cors(server, &inbound.http) {
+            Cors::Preflight(resp) => return (inbound, Step::Answer(Reply::new(resp))),
+            Cors::Headers(headers) => inbound.cors = headers,
+            Cors::Nothing => {}
+        }
+        let step = inbound.begin(server, props, seen);
+        (inbound, step)
+    }
+
+    /// The CORS headers the answer gets (empty for none), taken once.
+    pub fn take_cors(&mut self) -> Vec<(String, String)> {
+        std::mem::take(&mut self.cors)
+    }
+
+    fn begin(&mut self, server: &Server, props: Option<&str>, seen: &SeenTokens) -> Step {
+        if admin::is_admin_path(&self.http.path) {
+            self.stage = Stage::AdminBody;
+            return self.read_body(server);
+        }
+        // Read on every request: props arriving while that mode is off
+        // are refused, not ignored.
+        if let Err(reply) = host_auth::authenticate_props(server, &mut self.http, props) {
+            return Step::Answer(reply);
+        }
+        if server.config.oauth.is_some() {
+            match host_auth::authenticate_now(server, &mut self.http, self.env.now_ms, seen) {
+                Authenticated::Yes => {}
+                Authenticated::No(reply) => return Step::Answer(reply),
+                Authenticated::Later => {
+                    self.stage = Stage::SignIn;
+                    return Step::Verify;
+                }
+            }
+        }
+        self.signed_in(server)
+    }
+
+    /// Checks the signature a [`Step::Verify`] asked for (the issuer's
+    /// keys fetched when they must be; a verified token remembered in
+    /// `seen`), and goes on.
+    pub async fn verify(
+        &mut self,
+        server: &Server,
+        verifier: &dyn KeyVerifier,
+        seen: &RefCell<SeenTokens>,
+    ) -> Step {
+        let now_ms = self.env.now_ms;
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::SignIn => {
+                let verdict =
+                    host_auth::authenticate(server, &mut self.http, now_ms, verifier, seen).await;
+                match verdict {
+                    Authenticated::No(reply) => Step::Answer(reply),
+                    _ => self.signed_in(server),
+                }
+            }
+            Stage::AdminVerify => {
+                match admin::verify(server, &self.http, now_ms, verifier, seen).await {
+                    Ok(name) => self.start_job(server, &name),
+                    Err(reply) => Step::Answer(reply),
+                }
+            }
+            _ => Step::Answer(Reply::new(HttpResponse::empty(500))),
+        }
+    }
+
+    /// The caller known: the prechecks, then where the request goes.
+    fn signed_in(&mut self, server: &Server) -> Step {
+        // The one place a request to `/mcp` is held to Origin/Host, its
+        // sign-in and its declared size. Everything past here (the
+        // objects too) trusts it.
+        if self.http.path == "/mcp" {
+            match server.precheck(&self.http) {
+                Ok(caller) => self.caller = Some(caller),
+                Err(e) => return Step::Answer(Reply::new(error_response(&e, None))),
+            }
+        }
+        // A session's request goes on by its head; its object reads the body.
+        if let Some(Route::Object { name, request }) = route_head(server, &self.http, &self.env) {
+            return Step::Forward {
+                name,
+                request,
+                unread: true,
+            };
+        }
+        let over = self
+            .declared()
+            .is_some_and(|n| n > server.config.max_body_bytes as u64);
+        if matches!(self.http.method.as_str(), "GET" | "HEAD") || over {
+            // No body to read; one over the cap is refused unread.
+            return self.route(server);
+        }
+        self.stage = Stage::Body;
+        self.read_body(server)
+    }
+
+    fn declared(&self) -> Option<u64> {
+        self.http
+            .header("content-length")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    }
+
+    fn read_body(&self, server: &Server) -> Step {
+        let limit = server.config.max_body_bytes;
+        Step::ReadBody {
+            declared: self.declared().filter(|n| *n <= limit as u64),
+            limit,
+        }
+    }
+
+    /// The body a [`Step::ReadBody`] asked for (`Err`: why it could not be
+    /// read), and what is next.
+    pub fn body(&mut self, server: &Server, body: Result<Vec<u8>, String>) -> Step {
+        let body = match body {
+            Ok(b) => b,
+            Err(why) => {
+                let e = crate::error::McpError::invalid_request(format!(
+                    "Invalid Request: unreadable request: {why}"
+                ));
+                return Step::Answer(Reply::new(error_response(&e, None)));
+            }
+        };
+        self.http.body = body;
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::AdminBody => match admin::operator(server, &self.http, self.env.now_ms) {
+                Operator::Yes(name) => self.start_job(server, &name),
+                Operator::No(reply) => Step::Answer(reply),
+                Operator::Verify => {
+                    self.stage = Stage::AdminVerify;
+                    Step::Verify
+                }
+            },
+            _ => {
+                // A body of undeclared length is held to the limit once read.
+                if self.caller.is_some() {
+                    if let Err(e) = server.check_size(&self.http) {
+                        return Step::Answer(Reply::new(error_response(&e, None)));
+                    }
+                }
+                self.route(server)
+            }
+        }
+    }
+
+    fn route(&mut self, server: &Server) -> Step {
+        match route(server, &self.http, &self.env) {
+            Route::Local(local) => {
+                self.stage = Stage::Serve(local);
+                Step::Serve
+            }
+            Route::Object { name, request } => Step::Forward {
+                name,
+                request,
+                unread: false,
+            },
+        }
+    }
+
+    /// Serves the request here, as a [`Step::Serve`] asked: the reply,
+    /// whose effects the host applies.
+    pub async fn serve(&mut self, server: &Server) -> Reply {
+        match std::mem::replace(&mut self.stage, Stage::Done) {
+            Stage::Serve(local) => {
+                serve_local(server, &self.http, &self.env, local, self.caller.take()).await
+            }
+            _ => Reply::new(HttpResponse::empty(500)),
+        }
+    }
+
+    fn start_job(&mut self, server: &Server, operator: &str) -> Step {
+        let (job, step) = admin::start(server, &self.http, operator, &self.env);
+        self.stage = Stage::Admin(Box::new(job));
+        self.admin_step(step)
+    }
+
+    /// The responses to a [`Step::Ask`], in its order.
+    pub fn answers(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        match &mut self.stage {
+            Stage::Admin(job) => {
+                let step = job.resume(server, answers);
+                self.admin_step(step)
+            }
+            _ => Step::Answer(Reply::new(HttpResponse::empty(500))),
+        }
+    }
+
+    fn admin_step(&mut self, step: admin::Step) -> Step {
+        match step {
+            admin::Step::Answer(reply) => {
+                self.stage = Stage::Done;
+                Step::Answer(reply)
+            }
+            admin::Step::Ask(asks) => Step::Ask(asks),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::app::Registry;
+    use crate::http::HttpRequest;
+    use crate::testing::TestServer;
+
+    fn post(headers: &[(&str, &str)], body: &str) -> HttpRequest {
+        let mut all = vec![
+            ("host", "127.0.0.1:8787"),
+            ("content-type", "application/json"),
+            ("accept", "application/json, text/event-stream"),
+        ];
+        all.extend_from_slice(headers);
+        HttpRequest::post("/mcp", &all, body)
+    }
+
+    #[test]
+    fn the_prechecks_refuse_before_any_object_is_asked() {
+        let mut h = TestServer::with_config(Registry::default(), |c| {
+            c.max_body_bytes = 64;
+        });
+        // A session's request over the limit by its declared length: 413,
+        // and no object was sent it.
+        let sid = ("mcp-session-id", "abc123");
+        let r = h.send(post(&[sid, ("content-length", "999")], "{}"));
+        assert_eq!(r.status, 413, "{}", r.json);
+        // An undeclared body over the limit, held to it once read.
+        let big = format!("{{\"pad\": \"{}\"}}", "x".repeat(100));
+        let r = h.send(post(&[], &big));
+        assert_eq!(r.status, 413, "{}", r.json);
+        // A foreign Origin: 403, whatever the request names.
+        let r = h.send(post(&[sid, ("origin", "https://evil.example")], "{}"));
+        assert_eq!(r.status, 403, "{}", r.json);
+        assert_eq!(h.cost().object_requests, 0, "no object was asked");
+        assert!(h.objects.is_empty());
+        // Within the rules the session request reaches its object (404
+        // there: no such session).
+        let r = h.send(post(&[sid, ("content-length", "2")], "{}"));
+        assert_eq!(r.status, 404, "{}", r.json);
+        assert_eq!(h.cost().object_requests, 1);
+    }
+}
