@@ -1,7 +1,10 @@
-//! Who is calling, decided before a request is routed: with OAuth on, the
-//! bearer token is checked here once (its signature by the host's
-//! [`KeyVerifier`]) and the verified [`Caller`] rides with the request, to
-//! the server and to whichever object serves it, in an internal header.
+//! Who is calling, decided before a request is routed: adapts the host's
+//! credentials to [`crate::auth`]. With OAuth on, the bearer token is
+//! checked here once (its signature by the host's [`KeyVerifier`]); with
+//! a wrapping authorization server, its `ctx.props` are the caller. The
+//! verified [`Caller`] is handed back as a value ([`Signed`]): the inbound
+//! pipeline carries it to the server, and writes it in an internal header
+//! only for a request it forwards to an object.
 
 use std::cell::RefCell;
 
@@ -13,11 +16,29 @@ use crate::error::McpError;
 use crate::http::HttpRequest;
 use crate::server::{error_response, Server};
 
+/// A caller the host verified: the value, and (when a token seen lately
+/// already had it) the internal header that carries it.
+#[derive(Debug, Clone)]
+pub(super) struct Signed {
+    pub(super) caller: Caller,
+    header: Option<String>,
+}
+
+impl Signed {
+    /// The internal header an object reads the caller from.
+    pub(super) fn header(&self) -> String {
+        match &self.header {
+            Some(h) => h.clone(),
+            None => serde_json::to_string(&self.caller).unwrap_or_default(),
+        }
+    }
+}
+
 /// What [`authenticate_now`] decided.
 #[derive(Debug)]
 pub(super) enum Authenticated {
-    /// The request may go on (its caller added, when there is auth).
-    Yes,
+    /// The request may go on: its verified caller, when this path signs in.
+    Yes(Option<Signed>),
     /// Answer with this.
     No(Reply),
     /// A signature has to be checked first: call [`authenticate`].
@@ -26,7 +47,7 @@ pub(super) enum Authenticated {
 
 /// Checks `req`'s credentials (OAuth mode) as far as that needs no wait —
 /// which is all of it for a token whose signature verified lately
-/// (`seen`) — and, when they hold, adds the caller to it. Without OAuth it
+/// (`seen`) — and, when they hold, says who the caller is. Without OAuth it
 /// does nothing: `API_TOKENS` are checked by the server, synchronously,
 /// where they were. A static `API_TOKENS` entry is accepted beside OAuth
 /// (checked first).
@@ -93,12 +114,10 @@ enum Pending<'a> {
 }
 
 fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pending<'a> {
-    // Only these functions (or `authenticate_props`, in that mode) set it:
-    // whatever came with the request goes.
-    if !server.config.oauth_props {
-        req.headers
-            .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
-    }
+    // Only the pipeline sets it, when it forwards: whatever came with the
+    // request goes.
+    req.headers
+        .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
     let Some(oauth) = &server.config.oauth else {
         return Pending::Done(Ok(Caller::default()));
     };
@@ -160,8 +179,8 @@ fn refusal(server: &Server, req: &HttpRequest, e: &McpError) -> crate::http::Htt
     }
 }
 
-/// The server-wide scopes checked, the caller added to the request (as
-/// `header`, when it is already serialized).
+/// The server-wide scopes checked, the caller signed in (with `header`,
+/// when it is already serialized).
 fn admit(
     server: &Server,
     req: &mut HttpRequest,
@@ -169,13 +188,13 @@ fn admit(
     header: Option<String>,
 ) -> Authenticated {
     let Some(oauth) = &server.config.oauth else {
-        return Authenticated::Yes;
+        return Authenticated::Yes(None);
     };
     if (req.path != "/mcp" && !super::page::is_page(server, &req.path))
         || req.method == "OPTIONS"
         || browsing(server, req)
     {
-        return Authenticated::Yes;
+        return Authenticated::Yes(None);
     }
     if !oauth.scopes.is_empty() {
         let resource = auth::resource_uri(req.header("host"));
@@ -183,9 +202,7 @@ fn admit(
             return Authenticated::No(Reply::new(refusal(server, req, &e)));
         }
     }
-    let json = header.unwrap_or_else(|| serde_json::to_string(&caller).unwrap_or_default());
-    req.headers.push((CALLER_HEADER.to_string(), json));
-    Authenticated::Yes
+    Authenticated::Yes(Some(Signed { caller, header }))
 }
 
 /// The built-in authorization server's mode (`OAUTH_WRAPPER`):
@@ -197,7 +214,7 @@ pub(super) fn authenticate_props(
     server: &Server,
     req: &mut HttpRequest,
     props: Option<&str>,
-) -> Result<(), Reply> {
+) -> Result<Option<Signed>, Reply> {
     req.headers
         .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
     if !server.config.oauth_props {
@@ -213,23 +230,24 @@ pub(super) fn authenticate_props(
                 None,
             )));
         }
-        return Ok(());
+        return Ok(None);
     }
     if (req.path != "/mcp" && !super::page::is_page(server, &req.path)) || req.method == "OPTIONS" {
-        return Ok(());
+        return Ok(None);
     }
     // The same refusal the server makes for a request with no caller.
     let caller = props.and_then(Caller::from_props);
     let Some(caller) = caller else {
         let e = server
-            .authenticate(req)
+            .caller_of(req, None)
             .err()
             .unwrap_or_else(|| McpError::internal("no caller"));
         return Err(Reply::new(error_response(&e, None)));
     };
-    let json = serde_json::to_string(&caller).unwrap_or_default();
-    req.headers.push((CALLER_HEADER.to_string(), json));
-    Ok(())
+    Ok(Some(Signed {
+        caller,
+        header: None,
+    }))
 }
 
 #[cfg(test)]

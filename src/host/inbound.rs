@@ -14,10 +14,10 @@
 use std::cell::RefCell;
 
 use super::admin::{self, Job, Operator};
-use super::auth::{self as host_auth, Authenticated};
+use super::auth::{self as host_auth, Authenticated, Signed};
 use super::cors::{cors, Cors};
 use super::route::{route, route_head, serve_local, Local, Route};
-use crate::auth::{Caller, KeyVerifier, SeenTokens};
+use crate::auth::{Caller, KeyVerifier, SeenTokens, CALLER_HEADER};
 use crate::effects::Reply;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::server::{error_response, Env, Server};
@@ -76,6 +76,9 @@ pub struct Inbound {
     http: HttpRequest,
     env: Env,
     stage: Stage,
+    /// The caller the host verified (OAuth, the wrapper's props), until
+    /// the prechecks take it.
+    signed: Option<Signed>,
     /// Who is calling, once the prechecks passed: carried to the server
     /// as a value, never written out and parsed back in this isolate.
     caller: Option<Caller>,
@@ -97,6 +100,7 @@ impl Inbound {
             http,
             env,
             stage: Stage::Done,
+            signed: None,
             caller: None,
             cors: Vec::new(),
         };
@@ -123,12 +127,13 @@ impl Inbound {
         }
         // Read on every request: props arriving while that mode is off
         // are refused, not ignored.
-        if let Err(reply) = host_auth::authenticate_props(server, &mut self.http, props) {
-            return Step::Answer(reply);
+        match host_auth::authenticate_props(server, &mut self.http, props) {
+            Ok(signed) => self.signed = signed,
+            Err(reply) => return Step::Answer(reply),
         }
         if server.config.oauth.is_some() {
             match host_auth::authenticate_now(server, &mut self.http, self.env.now_ms, seen) {
-                Authenticated::Yes => {}
+                Authenticated::Yes(signed) => self.signed = signed,
                 Authenticated::No(reply) => return Step::Answer(reply),
                 Authenticated::Later => {
                     self.stage = Stage::SignIn;
@@ -155,7 +160,11 @@ impl Inbound {
                     host_auth::authenticate(server, &mut self.http, now_ms, verifier, seen).await;
                 match verdict {
                     Authenticated::No(reply) => Step::Answer(reply),
-                    _ => self.signed_in(server),
+                    Authenticated::Yes(signed) => {
+                        self.signed = signed;
+                        self.signed_in(server)
+                    }
+                    Authenticated::Later => Step::Answer(Reply::new(HttpResponse::empty(500))),
                 }
             }
             Stage::AdminVerify => {
@@ -174,18 +183,19 @@ impl Inbound {
         // sign-in and its declared size. Everything past here (the
         // objects too) trusts it.
         if self.http.path == "/mcp" {
-            match server.precheck(&self.http) {
+            let signed = self.signed.as_ref().map(|s| s.caller.clone());
+            match server.precheck(&self.http, signed) {
                 Ok(caller) => self.caller = Some(caller),
                 Err(e) => return Step::Answer(Reply::new(error_response(&e, None))),
             }
+        } else if let Some(signed) = self.signed.take() {
+            // A page reads its caller where it is served, in the Worker or
+            // in the object keeping its call, the same way.
+            (self.http.headers).push((CALLER_HEADER.to_string(), signed.header()));
         }
         // A session's request goes on by its head; its object reads the body.
         if let Some(Route::Object { name, request }) = route_head(server, &self.http, &self.env) {
-            return Step::Forward {
-                name,
-                request,
-                unread: true,
-            };
+            return self.forward(name, request, true);
         }
         let over = self
             .declared()
@@ -252,11 +262,23 @@ impl Inbound {
                 self.stage = Stage::Serve(local);
                 Step::Serve
             }
-            Route::Object { name, request } => Step::Forward {
-                name,
-                request,
-                unread: false,
-            },
+            Route::Object { name, request } => self.forward(name, request, false),
+        }
+    }
+
+    /// Forwards to object `name`, with the caller the host verified in an
+    /// internal header: the one place it is written out.
+    fn forward(&mut self, name: String, mut request: HttpRequest, unread: bool) -> Step {
+        if let Some(signed) = self.signed.take() {
+            request
+                .headers
+                .push((CALLER_HEADER.to_string(), signed.header()));
+        }
+        self.stage = Stage::Done;
+        Step::Forward {
+            name,
+            request,
+            unread,
         }
     }
 

@@ -298,10 +298,16 @@ impl Server {
     }
 
     /// The checks every request passes before anything else: Origin and
-    /// Host, bearer auth, body size. Returns who is calling.
-    pub(crate) fn precheck(&self, req: &HttpRequest) -> Result<Caller, McpError> {
+    /// Host, sign-in, body size. `signed`: the caller the host verified
+    /// (OAuth, or a wrapping authorization server). Returns who is calling.
+    /// Called once per request, by [`crate::host::Inbound`].
+    pub(crate) fn precheck(
+        &self,
+        req: &HttpRequest,
+        signed: Option<Caller>,
+    ) -> Result<Caller, McpError> {
         self.check_origin(req)?;
-        let caller = self.authenticate(req)?;
+        let caller = self.caller_of(req, signed)?;
         self.check_size(req)?;
         Ok(caller)
     }
@@ -376,11 +382,22 @@ impl Server {
     /// entry the bearer names (the Worker and every object read it the
     /// same way, through [`crate::auth`]); else nobody in particular.
     pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Caller, McpError> {
+        let forwarded = req
+            .header(crate::auth::CALLER_HEADER)
+            .and_then(|v| serde_json::from_str::<Caller>(v).ok());
+        self.caller_of(req, forwarded)
+    }
+
+    /// Who is calling: `signed`, the caller the host verified, when this
+    /// server signs callers in (a refusal without one); else the
+    /// `API_TOKENS` entry the bearer names; else nobody in particular.
+    pub(crate) fn caller_of(
+        &self,
+        req: &HttpRequest,
+        signed: Option<Caller>,
+    ) -> Result<Caller, McpError> {
         if self.config.oauth.is_some() || self.config.oauth_props {
-            return req
-                .header(crate::auth::CALLER_HEADER)
-                .and_then(|v| serde_json::from_str::<Caller>(v).ok())
-                .ok_or_else(|| match &self.config.oauth {
+            return signed.ok_or_else(|| match &self.config.oauth {
                     Some(oauth) => {
                         let resource = crate::auth::resource_uri(req.header("host"));
                         crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
