@@ -71,6 +71,27 @@ enum Stage {
     Done,
 }
 
+/// Which paths keep their query, decided as the request comes in: a
+/// page's (`/approve?elicitationId=…`, read by `host::page`) and the
+/// console's do; `/mcp` and the metadata paths never read theirs. A token
+/// in a query is refused, never used (OAuth 2.1): the marker says it was
+/// there.
+fn keep_query(http: &mut HttpRequest) {
+    let Some((bare, query)) = http.path.split_once('?') else {
+        return;
+    };
+    let token = query
+        .split('&')
+        .any(|p| p.split('=').next() == Some("access_token"));
+    if bare == "/mcp" || bare.starts_with("/.well-known/") {
+        http.path = bare.to_string();
+    }
+    if token {
+        http.headers
+            .push((crate::auth::QUERY_TOKEN_HEADER.to_string(), "1".to_string()));
+    }
+}
+
 /// One request on its way in.
 pub struct Inbound {
     http: HttpRequest,
@@ -96,6 +117,8 @@ impl Inbound {
         props: Option<&str>,
         seen: &SeenTokens,
     ) -> (Self, Step) {
+        let mut http = http;
+        keep_query(&mut http);
         let mut inbound = Self {
             http,
             env,
@@ -361,5 +384,34 @@ mod tests {
         let r = h.send(post(&[sid, ("content-length", "2")], "{}"));
         assert_eq!(r.status, 404, "{}", r.json);
         assert_eq!(h.cost().object_requests, 1);
+    }
+
+    #[test]
+    fn the_core_decides_which_paths_keep_their_query() {
+        let mut h = TestServer::new(Registry::default());
+        // `/mcp` with a query is `/mcp` (a list answered), not a 404.
+        let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+        let mut req = post(
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", "tools/list"),
+            ],
+            body,
+        );
+        req.path = "/mcp?x=1".into();
+        let r = h.send(req.clone());
+        assert_eq!(r.status, 200, "{}", r.json);
+        // A token in the query is refused, never read.
+        req.path = "/mcp?access_token=abc".into();
+        let mut h = TestServer::with_config(Registry::default(), |c| {
+            c.oauth = Some(crate::auth::OAuthConfig {
+                issuer: "https://id.example".into(),
+                ..Default::default()
+            });
+        });
+        let r = h.send(req);
+        assert_eq!(r.status, 401, "{}", r.json);
+        let challenge = r.header("www-authenticate").unwrap_or_default();
+        assert!(challenge.contains("invalid_request"), "{challenge}");
     }
 }

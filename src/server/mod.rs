@@ -398,16 +398,16 @@ impl Server {
     ) -> Result<Caller, McpError> {
         if self.config.oauth.is_some() || self.config.oauth_props {
             return signed.ok_or_else(|| match &self.config.oauth {
-                    Some(oauth) => {
-                        let resource = crate::auth::resource_uri(req.header("host"));
-                        crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
-                    }
-                    // The provider in front answers the challenges.
-                    None => McpError::new(
-                        ErrorKind::Unauthorized,
-                        "Unauthorized: sign in through this server's authorization server",
-                    ),
-                });
+                Some(oauth) => {
+                    let resource = crate::auth::resource_uri(req.header("host"));
+                    crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
+                }
+                // The provider in front answers the challenges.
+                None => McpError::new(
+                    ErrorKind::Unauthorized,
+                    "Unauthorized: sign in through this server's authorization server",
+                ),
+            });
         }
         if self.config.api_tokens.is_empty() {
             return Ok(Caller::default());

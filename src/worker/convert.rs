@@ -47,25 +47,12 @@ fn parse_head(head: &str) -> HttpRequest {
     while let (Some(k), Some(v)) = (parts.next(), parts.next()) {
         headers.push((k.to_string(), v.to_string()));
     }
-    // A token in the URL is refused (the core decides; this only says so).
-    if has_query_token(url) {
-        headers.push((crate::auth::QUERY_TOKEN_HEADER.to_string(), "1".to_string()));
-    }
     HttpRequest {
         method,
         path,
         headers,
         body: Vec::new(),
     }
-}
-
-/// Whether a URL's query has an `access_token` parameter.
-fn has_query_token(url: &str) -> bool {
-    let query = url.split_once('?').map_or("", |(_, q)| q);
-    let query = query.split('#').next().unwrap_or_default();
-    query
-        .split('&')
-        .any(|p| p.split('=').next() == Some("access_token"))
 }
 
 /// Reads the body of `req` into `http` (see [`to_http_request`]).
@@ -131,20 +118,14 @@ pub(crate) async fn body_of(
     Ok(body)
 }
 
-/// The path of a serialized URL (`https://host/mcp?x` → `/mcp`). A page's
-/// path keeps its query (`/approve?elicitationId=…`, read by
-/// `host::page`); `/mcp` and the metadata paths never need theirs.
+/// The path and query of a serialized URL (`https://host/mcp?x` →
+/// `/mcp?x`). Which paths keep their query is the core's to decide
+/// (`host::Inbound`).
 fn path_of(url: &str) -> String {
     let after_scheme = url.find("://").map_or(0, |i| i + 3);
     let rest = &url[after_scheme..];
     let path = rest.find('/').map_or("/", |i| &rest[i..]);
-    let path = path.split('#').next().unwrap_or(path);
-    let bare = path.split('?').next().unwrap_or(path);
-    if bare == "/mcp" || bare.starts_with("/.well-known/") {
-        bare.to_string()
-    } else {
-        path.to_string()
-    }
+    path.split('#').next().unwrap_or(path).to_string()
 }
 
 /// The request sent to a Durable Object, exactly as the router built it,
