@@ -11,7 +11,8 @@
 //! - `config.rs`: configuration from Worker vars and secrets.
 //! - `request.rs`: a modern request's `_meta`, method replies, shared params.
 //! - `modern.rs`: the 2026-07-28 stateless wire: headers, `_meta`, dispatch.
-//! - `methods.rs`: the method handlers (lists, reads, calls, completion, listen).
+//! - `methods/`: the methods both wires serve, one file each, and the
+//!   2026-07-28 dispatch on `protocol::Method`.
 //! - `round.rs`: one round of a paused call wherever it is kept: the one
 //!   place a `Cx` is built, and how a round ended (`Step`).
 //! - `target.rs`: what a call runs (`Target`), and running its body once.
@@ -20,7 +21,7 @@
 //! - `mrtr.rs`, `saga.rs`, `streamless.rs`: the wires for paused calls.
 //! - `skills.rs`: the skills extension's methods (`skills/*`, `resources/directory/read`).
 //! - `task/`: the tasks extension, on top of `call.rs` and `mrtr.rs`;
-//!   `methods.rs` hands it task calls and `tasks/*`.
+//!   `methods/` hands it task calls and `tasks/*`.
 
 mod call;
 mod config;
