@@ -28,10 +28,13 @@
 //! [`principal_digest`]). Nothing of a call's arguments, answers or results
 //! is here.
 
-use serde_json::{json, Map, Value};
+mod json;
+
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::protocol::Method;
+use json::{Array, Object};
 
 /// One round of a call, as it ended.
 #[derive(Debug, Clone, Copy)]
@@ -93,6 +96,30 @@ const STATUS_OK: u8 = 1;
 /// OTLP `StatusCode` `STATUS_CODE_ERROR`.
 const STATUS_ERROR: u8 = 2;
 
+/// What a round's line and span both name, computed once a round (each
+/// is a SHA-256).
+struct Ids<'a> {
+    trace: String,
+    span: String,
+    parent: Option<&'a str>,
+    principal: String,
+    session: Option<String>,
+    request: Option<String>,
+}
+
+impl<'a> Ids<'a> {
+    fn of(ev: &RoundEvent<'a>) -> Self {
+        Self {
+            trace: effective_trace_id(ev),
+            span: span_id(ev.call_id, ev.round),
+            parent: effective_parent(ev),
+            principal: principal_digest(ev.principal),
+            session: ev.session_id.map(session_digest),
+            request: ev.request_id.and_then(request_id_text),
+        }
+    }
+}
+
 /// One line of JSON for the round: `level` (`error` for a failed round,
 /// `warn` for a parked one, `info` otherwise), `msg`, `event`
 /// (`mcp.round`), the call, the round, its times in ms (`activeMs`: this
@@ -101,7 +128,7 @@ const STATUS_ERROR: u8 = 2;
 /// and, when known, `parentSpanId`, `protocolVersion`, `session` (a
 /// digest), `requestId`, `error` (`{code, kind}`) and `asked`.
 pub fn log_line(ev: &RoundEvent) -> String {
-    Value::Object(log_fields(ev)).to_string()
+    round_line(ev, "", false)
 }
 
 /// The round as one line that is both: [`log_line`]'s fields and, under
@@ -109,57 +136,59 @@ pub fn log_line(ev: &RoundEvent) -> String {
 /// round instead of two: a pipeline posts the `otlp` field to
 /// `/v1/traces` as it is.
 pub fn round_line(ev: &RoundEvent, service_name: &str, span: bool) -> String {
-    let mut line = log_fields(ev);
+    let ids = Ids::of(ev);
+    let mut out = String::with_capacity(if span { 1536 } else { 512 });
+    let mut line = Object::open(&mut out);
+    log_fields(&mut line, ev, &ids);
     if span {
-        line.insert("otlp".into(), span_value(ev, service_name));
+        span_into(line.object("otlp"), ev, service_name, &ids);
     }
-    Value::Object(line).to_string()
+    line.end();
+    out
 }
 
-fn log_fields(ev: &RoundEvent) -> Map<String, Value> {
-    let mut line = Map::new();
-    line.insert("level".into(), level(ev.outcome).into());
-    line.insert("msg".into(), "mcp round".into());
-    line.insert("event".into(), "mcp.round".into());
-    line.insert("callId".into(), ev.call_id.into());
-    line.insert("tool".into(), ev.tool.into());
-    line.insert("method".into(), ev.method.into());
-    line.insert("wire".into(), ev.wire.into());
-    line.insert("round".into(), ev.round.into());
-    line.insert("outcome".into(), ev.outcome.into());
-    line.insert("atMs".into(), ev.at_ms.into());
-    line.insert(
-        "activeMs".into(),
-        ev.at_ms.saturating_sub(ev.round_start_ms).into(),
-    );
-    line.insert("waitedMs".into(), ev.waited_ms.into());
-    line.insert(
-        "elapsedMs".into(),
-        ev.at_ms.saturating_sub(ev.started_ms).into(),
-    );
-    line.insert("code".into(), ev.code.into());
-    line.insert("principal".into(), principal_digest(ev.principal).into());
-    line.insert("traceId".into(), effective_trace_id(ev).into());
-    line.insert("spanId".into(), span_id(ev.call_id, ev.round).into());
-    if let Some(parent) = effective_parent(ev) {
-        line.insert("parentSpanId".into(), parent.into());
+fn log_fields(line: &mut Object, ev: &RoundEvent, ids: &Ids) {
+    line.str("level", level(ev.outcome))
+        .str("msg", "mcp round")
+        .str("event", "mcp.round")
+        .str("callId", ev.call_id)
+        .str("tool", ev.tool)
+        .str("method", ev.method)
+        .str("wire", ev.wire)
+        .num("round", ev.round)
+        .str("outcome", ev.outcome)
+        .num("atMs", ev.at_ms)
+        .num("activeMs", ev.at_ms.saturating_sub(ev.round_start_ms))
+        .num("waitedMs", ev.waited_ms)
+        .num("elapsedMs", ev.at_ms.saturating_sub(ev.started_ms))
+        .str("code", ev.code)
+        .str("principal", &ids.principal)
+        .str("traceId", &ids.trace)
+        .str("spanId", &ids.span);
+    if let Some(parent) = ids.parent {
+        line.str("parentSpanId", parent);
     }
     if let Some(v) = ev.protocol_version {
-        line.insert("protocolVersion".into(), v.into());
+        line.str("protocolVersion", v);
     }
-    if let Some(s) = ev.session_id {
-        line.insert("session".into(), session_digest(s).into());
+    if let Some(s) = &ids.session {
+        line.str("session", s);
     }
-    if let Some(id) = ev.request_id.and_then(request_id_text) {
-        line.insert("requestId".into(), id.into());
+    if let Some(id) = &ids.request {
+        line.str("requestId", id);
     }
     if let Some((code, kind)) = ev.error {
-        line.insert("error".into(), json!({ "code": code, "kind": kind }));
+        let mut error = line.object("error");
+        error.num("code", code).str("kind", kind);
+        error.end();
     }
     if !ev.asked.is_empty() {
-        line.insert("asked".into(), ev.asked.into());
+        let mut asked = line.array("asked");
+        for m in ev.asked {
+            asked.str(m);
+        }
+        asked.end();
     }
-    line
 }
 
 /// One line of OTLP/JSON (an `ExportTraceServiceRequest`, as an OTLP/HTTP
@@ -172,10 +201,14 @@ fn log_fields(ev: &RoundEvent) -> Map<String, Value> {
 /// its message) for a failed round, `OK` otherwise: a paused, parked or
 /// cancelled round is not an error.
 pub fn span_line(ev: &RoundEvent, service_name: &str) -> String {
-    span_value(ev, service_name).to_string()
+    let ids = Ids::of(ev);
+    let mut out = String::with_capacity(1024);
+    span_into(Object::open(&mut out), ev, service_name, &ids);
+    out
 }
 
-fn span_value(ev: &RoundEvent, service_name: &str) -> Value {
+/// Writes the span's `ExportTraceServiceRequest` into `request`, and ends it.
+fn span_into(mut request: Object, ev: &RoundEvent, service_name: &str, ids: &Ids) {
     let service = if service_name.is_empty() {
         "unknown_service"
     } else {
@@ -183,29 +216,52 @@ fn span_value(ev: &RoundEvent, service_name: &str) -> Value {
     };
     let start_ns = ms_to_ns(ev.round_start_ms);
     let end_ns = ms_to_ns(ev.at_ms).max(start_ns);
-
-    let mut span = Map::new();
-    span.insert("traceId".into(), effective_trace_id(ev).into());
-    span.insert("spanId".into(), span_id(ev.call_id, ev.round).into());
-    if let Some(parent) = effective_parent(ev) {
-        span.insert("parentSpanId".into(), parent.into());
+    let mut resource_spans = request.array("resourceSpans");
+    let mut rs = resource_spans.object();
+    {
+        let mut resource = rs.object("resource");
+        let mut attrs = resource.array("attributes");
+        attr_str(&mut attrs, "service.name", service);
+        attrs.end();
+        resource.end();
     }
-    span.insert("name".into(), span_name(ev).into());
-    span.insert("kind".into(), KIND_SERVER.into());
-    span.insert("startTimeUnixNano".into(), start_ns.to_string().into());
-    span.insert("endTimeUnixNano".into(), end_ns.to_string().into());
-    span.insert("attributes".into(), Value::Array(span_attributes(ev)));
-    span.insert("status".into(), status(ev));
-
-    json!({
-        "resourceSpans": [{
-            "resource": { "attributes": [attr_str("service.name", service)] },
-            "scopeSpans": [{
-                "scope": { "name": SCOPE, "version": env!("CARGO_PKG_VERSION") },
-                "spans": [Value::Object(span)],
-            }],
-        }],
-    })
+    let mut scope_spans = rs.array("scopeSpans");
+    let mut ss = scope_spans.object();
+    {
+        let mut scope = ss.object("scope");
+        scope
+            .str("name", SCOPE)
+            .str("version", env!("CARGO_PKG_VERSION"));
+        scope.end();
+    }
+    let mut spans = ss.array("spans");
+    let mut span = spans.object();
+    span.str("traceId", &ids.trace).str("spanId", &ids.span);
+    if let Some(parent) = ids.parent {
+        span.str("parentSpanId", parent);
+    }
+    span.str("name", &span_name(ev))
+        .num("kind", KIND_SERVER)
+        .str("startTimeUnixNano", &start_ns.to_string())
+        .str("endTimeUnixNano", &end_ns.to_string());
+    let mut attrs = span.array("attributes");
+    span_attributes(&mut attrs, ev, ids);
+    attrs.end();
+    let mut status = span.object("status");
+    if failed(ev) {
+        let message = ev.error.map(|(_, kind)| kind).unwrap_or_default();
+        status.num("code", STATUS_ERROR).str("message", message);
+    } else {
+        status.num("code", STATUS_OK);
+    }
+    status.end();
+    span.end();
+    spans.end();
+    ss.end();
+    scope_spans.end();
+    rs.end();
+    resource_spans.end();
+    request.end();
 }
 
 /// The span id of a call's round: 16 lowercase hex digits of a SHA-256 of
@@ -313,55 +369,59 @@ fn span_name(ev: &RoundEvent) -> String {
     }
 }
 
-fn span_attributes(ev: &RoundEvent) -> Vec<Value> {
-    let mut a = vec![attr_str("mcp.method.name", ev.method)];
+fn span_attributes(a: &mut Array, ev: &RoundEvent, ids: &Ids) {
+    attr_str(a, "mcp.method.name", ev.method);
     if !ev.tool.is_empty() {
         match Method::parse(ev.method) {
-            Some(Method::PromptsGet) => a.push(attr_str("gen_ai.prompt.name", ev.tool)),
-            Some(Method::ResourcesRead) => a.push(attr_str("mcp.resource.uri", ev.tool)),
-            _ => a.push(attr_str("gen_ai.tool.name", ev.tool)),
+            Some(Method::PromptsGet) => attr_str(a, "gen_ai.prompt.name", ev.tool),
+            Some(Method::ResourcesRead) => attr_str(a, "mcp.resource.uri", ev.tool),
+            _ => attr_str(a, "gen_ai.tool.name", ev.tool),
         }
     }
     if ev.method == Method::ToolsCall.name() {
-        a.push(attr_str("gen_ai.operation.name", "execute_tool"));
+        attr_str(a, "gen_ai.operation.name", "execute_tool");
     }
-    a.push(attr_str("network.protocol.name", "http"));
+    attr_str(a, "network.protocol.name", "http");
     if let Some(v) = ev.protocol_version {
-        a.push(attr_str("mcp.protocol.version", v));
+        attr_str(a, "mcp.protocol.version", v);
     }
-    if let Some(s) = ev.session_id {
-        a.push(attr_str("mcp.session.id", &session_digest(s)));
+    if let Some(s) = &ids.session {
+        attr_str(a, "mcp.session.id", s);
     }
-    if let Some(id) = ev.request_id.and_then(request_id_text) {
-        a.push(attr_str("jsonrpc.request.id", &id));
+    if let Some(id) = &ids.request {
+        attr_str(a, "jsonrpc.request.id", id);
     }
     if let Some(t) = error_type(ev) {
-        a.push(attr_str("error.type", &t));
+        attr_str(a, "error.type", &t);
     }
     if let Some((code, _)) = ev.error.filter(|(code, _)| *code != 0) {
-        a.push(attr_str("rpc.response.status_code", &code.to_string()));
+        attr_str(a, "rpc.response.status_code", &code.to_string());
     }
-    a.push(attr_str("durable_mcp.call.id", ev.call_id));
-    a.push(attr_int("durable_mcp.round", u64::from(ev.round)));
-    a.push(attr_str("durable_mcp.wire", ev.wire));
-    a.push(attr_str("durable_mcp.outcome", ev.outcome));
-    a.push(attr_int("durable_mcp.waited_ms", ev.waited_ms));
-    a.push(attr_str("durable_mcp.code_version", ev.code));
+    attr_str(a, "durable_mcp.call.id", ev.call_id);
+    attr_int(a, "durable_mcp.round", u64::from(ev.round));
+    attr_str(a, "durable_mcp.wire", ev.wire);
+    attr_str(a, "durable_mcp.outcome", ev.outcome);
+    attr_int(a, "durable_mcp.waited_ms", ev.waited_ms);
+    attr_str(a, "durable_mcp.code_version", ev.code);
     if !ev.asked.is_empty() {
-        let values: Vec<Value> = ev
-            .asked
-            .iter()
-            .map(|m| json!({ "stringValue": m }))
-            .collect();
-        a.push(json!({
-            "key": "durable_mcp.asked",
-            "value": { "arrayValue": { "values": values } },
-        }));
+        let mut attr = a.object();
+        attr.str("key", "durable_mcp.asked");
+        let mut value = attr.object("value");
+        let mut array = value.object("arrayValue");
+        let mut values = array.array("values");
+        for m in ev.asked {
+            let mut v = values.object();
+            v.str("stringValue", m);
+            v.end();
+        }
+        values.end();
+        array.end();
+        value.end();
+        attr.end();
     }
     if !ev.principal.is_empty() {
-        a.push(attr_str("enduser.id", &principal_digest(ev.principal)));
+        attr_str(a, "enduser.id", &ids.principal);
     }
-    a
 }
 
 /// `error.type` of a failed round: the JSON-RPC error code as a string when
@@ -375,15 +435,6 @@ fn error_type(ev: &RoundEvent) -> Option<String> {
         Some((_, kind)) if !kind.is_empty() => kind.to_string(),
         _ => "_OTHER".to_string(),
     })
-}
-
-fn status(ev: &RoundEvent) -> Value {
-    if failed(ev) {
-        let message = ev.error.map(|(_, kind)| kind).unwrap_or_default();
-        json!({ "code": STATUS_ERROR, "message": message })
-    } else {
-        json!({ "code": STATUS_OK })
-    }
 }
 
 /// The trace id the round is written under: the given one when it is a
@@ -410,15 +461,25 @@ fn request_id_text(id: &Value) -> Option<String> {
     }
 }
 
-fn attr_str(key: &str, value: &str) -> Value {
-    json!({ "key": key, "value": { "stringValue": value } })
+fn attr_str(a: &mut Array, key: &str, value: &str) {
+    let mut attr = a.object();
+    attr.str("key", key);
+    let mut v = attr.object("value");
+    v.str("stringValue", value);
+    v.end();
+    attr.end();
 }
 
 /// An integer attribute: OTLP/JSON writes a 64-bit integer as a decimal
 /// string.
-fn attr_int(key: &str, value: u64) -> Value {
-    let v = i64::try_from(value).unwrap_or(i64::MAX);
-    json!({ "key": key, "value": { "intValue": v.to_string() } })
+fn attr_int(a: &mut Array, key: &str, value: u64) {
+    let n = i64::try_from(value).unwrap_or(i64::MAX);
+    let mut attr = a.object();
+    attr.str("key", key);
+    let mut v = attr.object("value");
+    v.str("intValue", &n.to_string());
+    v.end();
+    attr.end();
 }
 
 fn ms_to_ns(ms: u64) -> u64 {
@@ -456,6 +517,7 @@ fn hex(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::{json, Map};
 
     const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
     const PARENT: &str = "00f067aa0ba902b7";
