@@ -29,8 +29,7 @@ use slab::Slab;
 use super::convert::{read_body, to_http_head, to_web_response};
 use super::keys::WebCrypto;
 use super::{
-    broadcast, built, forward, js, read_response, refresh_paused, request_env, server, Build,
-    Isolate,
+    broadcast, built, forward, js, refresh_paused, request_env, server, Build, Isolate,
 };
 use crate::auth::SeenTokens;
 use crate::error::McpError;
@@ -86,7 +85,9 @@ fn serve(
     let server = &isolate.server;
     let now = request_env();
     refresh_paused(&isolate, &env, now.now_ms, Some(&ctx));
-    // An operator's request goes its own way (`host::admin`).
+    // An operator's request goes its own way (`host::admin`); without the
+    // `admin` feature (about 120 KB of wasm) its paths are unknown paths.
+    #[cfg(feature = "admin")]
     if host::admin::is_admin_path(&http.path) {
         return later(admin(isolate.clone(), env, req, http, now));
     }
@@ -166,6 +167,7 @@ async fn signed_in(
 
 /// An admin request: its operator found (an OAuth token verified first),
 /// then each object the job asks sent its request, all of a step at once.
+#[cfg(feature = "admin")]
 async fn admin(
     isolate: Rc<Isolate>,
     env: Env,
@@ -198,7 +200,7 @@ async fn admin(
             host::admin::Step::Ask(asks) => {
                 let sent = asks.iter().map(|(name, r)| async {
                     match forward(&env, name, r, None).await {
-                        Ok(resp) => read_response(resp).await,
+                        Ok(resp) => super::read_response(resp).await,
                         // An object that did not answer: the job reads a 502.
                         Err(_) => crate::http::HttpResponse::empty(502),
                     }
