@@ -28,9 +28,7 @@ use slab::Slab;
 
 use super::convert::{read_body, to_http_head, to_web_response};
 use super::keys::WebCrypto;
-use super::{
-    broadcast, built, forward, js, refresh_paused, request_env, server, Build, Isolate,
-};
+use super::{broadcast, built, forward, js, refresh_paused, request_env, server, Build, Isolate};
 use crate::auth::SeenTokens;
 use crate::error::McpError;
 use crate::host::{self, Authenticated, Cors, Route};
