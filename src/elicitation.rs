@@ -13,7 +13,6 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::token::KeyRing;
@@ -210,14 +209,18 @@ pub fn open_pass(ring: &KeyRing, pass: &str, id: &str, now_ms: u64) -> Option<St
 /// (`PageReply::secret` is not built), so nothing is ever sealed and
 /// ChaCha20-Poly1305 is not linked.
 #[cfg(not(feature = "page-secrets"))]
-pub fn seal(_: &KeyRing, _: &Map<String, Value>, _: &[u8; 16]) -> Option<String> {
+pub fn seal(
+    _: &KeyRing,
+    _: &serde_json::Map<String, serde_json::Value>,
+    _: &[u8; 16],
+) -> Option<String> {
     None
 }
 
 /// Without the `page-secrets` feature nothing sealed opens (nor is
 /// anything sealed: see [`seal`]).
 #[cfg(not(feature = "page-secrets"))]
-pub fn unseal(_: &KeyRing, _: &str) -> Option<Map<String, Value>> {
+pub fn unseal(_: &KeyRing, _: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     None
 }
 
