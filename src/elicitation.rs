@@ -17,11 +17,21 @@ use sha2::{Digest, Sha256};
 
 use crate::token::KeyRing;
 
-// What a page records as secret, sealed at rest: linked only with the
-// `page-secrets` feature (ChaCha20-Poly1305 is about 5 KB of wasm).
-#[cfg(feature = "page-secrets")]
+// What a page records as secret and the answers an admin export carries,
+// sealed at rest: in a Worker only with the `page-secrets` or `admin`
+// feature (ChaCha20-Poly1305 is about 9 KB of wasm); natively always, for
+// `replay::check`.
+#[cfg(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+))]
 mod seal;
-#[cfg(feature = "page-secrets")]
+#[cfg(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+))]
 pub use seal::{seal, unseal};
 
 const ID_VERSION: &str = "e1";
@@ -205,10 +215,14 @@ pub fn open_pass(ring: &KeyRing, pass: &str, id: &str, now_ms: u64) -> Option<St
     (claims.expires_ms > now_ms && claims.elicitation == id_digest(id)).then_some(claims.principal)
 }
 
-/// Without the `page-secrets` feature no page records a secret
-/// (`PageReply::secret` is not built), so nothing is ever sealed and
-/// ChaCha20-Poly1305 is not linked.
-#[cfg(not(feature = "page-secrets"))]
+/// A Worker without the `page-secrets` and `admin` features seals
+/// nothing: no page records a secret (`PageReply::secret` is not built)
+/// and nothing is exported, so ChaCha20-Poly1305 is not linked.
+#[cfg(not(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+)))]
 pub fn seal(
     _: &KeyRing,
     _: &serde_json::Map<String, serde_json::Value>,
@@ -217,9 +231,13 @@ pub fn seal(
     None
 }
 
-/// Without the `page-secrets` feature nothing sealed opens (nor is
-/// anything sealed: see [`seal`]).
-#[cfg(not(feature = "page-secrets"))]
+/// A Worker without the `page-secrets` and `admin` features opens nothing
+/// (nor seals anything: see [`seal`]).
+#[cfg(not(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+)))]
 pub fn unseal(_: &KeyRing, _: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
     None
 }

@@ -1,6 +1,7 @@
 //! What a URL-elicitation page records as secret (a third-party token),
-//! sealed for the call's journal and opened only for the tool: built with
-//! the `page-secrets` feature.
+//! sealed for the call's journal and opened only for the tool, and the
+//! answers an admin export carries: in a Worker with the `page-secrets` or
+//! `admin` feature.
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
