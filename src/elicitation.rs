@@ -12,20 +12,32 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use chacha20poly1305::aead::{Aead, KeyInit};
-use chacha20poly1305::{ChaCha20Poly1305, Key, Nonce};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::token::KeyRing;
 
+// What a page records as secret and the answers an admin export carries,
+// sealed at rest: in a Worker only with the `page-secrets` or `admin`
+// feature (ChaCha20-Poly1305 is about 9 KB of wasm); natively always, for
+// `replay::check`.
+#[cfg(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+))]
+mod seal;
+#[cfg(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+))]
+pub use seal::{seal, unseal};
+
 const ID_VERSION: &str = "e1";
 const ID_DOMAIN: &[u8] = b"durable-mcp/elicitation-id/v1\0";
-const SEAL_VERSION: &str = "s1";
 const PASS_VERSION: &str = "p1";
 const PASS_DOMAIN: &[u8] = b"durable-mcp/page-pass/v1\0";
-const SEAL_DOMAIN: &[u8] = b"durable-mcp/page-seal-key/v1\0";
 /// The tag is cut to 128 bits: an id travels in URLs.
 const TAG_BYTES: usize = 16;
 
@@ -203,49 +215,31 @@ pub fn open_pass(ring: &KeyRing, pass: &str, id: &str, now_ms: u64) -> Option<St
     (claims.expires_ms > now_ms && claims.elicitation == id_digest(id)).then_some(claims.principal)
 }
 
-fn seal_key(ring: &KeyRing, kid: &str) -> Option<ChaCha20Poly1305> {
-    let key = ring.tag(kid, SEAL_DOMAIN, &[])?;
-    Some(ChaCha20Poly1305::new(Key::from_slice(&key[..32])))
+/// A Worker without the `page-secrets` and `admin` features seals
+/// nothing: no page records a secret (`PageReply::secret` is not built)
+/// and nothing is exported, so ChaCha20-Poly1305 is not linked.
+#[cfg(not(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+)))]
+pub fn seal(
+    _: &KeyRing,
+    _: &serde_json::Map<String, serde_json::Value>,
+    _: &[u8; 16],
+) -> Option<String> {
+    None
 }
 
-/// Seals `secrets` for the call's journal: ChaCha20-Poly1305 under a key
-/// derived from the current state key, with a fresh nonce (`random`).
-pub fn seal(ring: &KeyRing, secrets: &Map<String, Value>, random: &[u8; 16]) -> Option<String> {
-    let kid = ring.current()?.to_string();
-    let cipher = seal_key(ring, &kid)?;
-    let nonce = Nonce::from_slice(&random[..12]);
-    let plain = serde_json::to_vec(secrets).ok()?;
-    let sealed = cipher.encrypt(nonce, plain.as_slice()).ok()?;
-    Some(format!(
-        "{SEAL_VERSION}.{}.{}.{}",
-        URL_SAFE_NO_PAD.encode(kid.as_bytes()),
-        URL_SAFE_NO_PAD.encode(&random[..12]),
-        URL_SAFE_NO_PAD.encode(sealed)
-    ))
-}
-
-/// Opens what [`seal`] sealed (`None`: not sealed by these keys).
-pub fn unseal(ring: &KeyRing, sealed: &str) -> Option<Map<String, Value>> {
-    let mut parts = sealed.split('.');
-    let (Some(SEAL_VERSION), Some(kid), Some(nonce), Some(body), None) = (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) else {
-        return None;
-    };
-    let kid = String::from_utf8(URL_SAFE_NO_PAD.decode(kid).ok()?).ok()?;
-    let nonce = URL_SAFE_NO_PAD.decode(nonce).ok()?;
-    if nonce.len() != 12 {
-        return None;
-    }
-    let body = URL_SAFE_NO_PAD.decode(body).ok()?;
-    let plain = seal_key(ring, &kid)?
-        .decrypt(Nonce::from_slice(&nonce), body.as_slice())
-        .ok()?;
-    serde_json::from_slice(&plain).ok()
+/// A Worker without the `page-secrets` and `admin` features opens nothing
+/// (nor seals anything: see [`seal`]).
+#[cfg(not(any(
+    feature = "page-secrets",
+    feature = "admin",
+    not(target_arch = "wasm32")
+)))]
+pub fn unseal(_: &KeyRing, _: &str) -> Option<serde_json::Map<String, serde_json::Value>> {
+    None
 }
 
 #[cfg(test)]
@@ -309,20 +303,5 @@ mod tests {
         assert!(open_pass(&r, "p1.x.y", &a, 2_000).is_none());
         // An elicitation id is not a pass.
         assert!(open_pass(&r, &a, &a, 2_000).is_none());
-    }
-
-    #[test]
-    fn sealed_secrets_open_only_with_the_keys() {
-        let r = ring();
-        let mut m = Map::new();
-        m.insert("token".into(), Value::String("gho_very_secret".into()));
-        let s = seal(&r, &m, &[7; 16]).expect("test value");
-        assert!(!s.contains("gho_very_secret"));
-        assert_eq!(unseal(&r, &s).expect("test value"), m);
-        let other = KeyRing::parse("k1:ffffffffffffffffffffffffffffffff").expect("test value");
-        assert!(unseal(&other, &s).is_none());
-        let mut bad = s.clone();
-        bad.push('A');
-        assert!(unseal(&r, &bad).is_none());
     }
 }

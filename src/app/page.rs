@@ -294,7 +294,9 @@ impl PageReply {
     /// Completes the elicitation (as [`PageReply::complete`]) with a secret
     /// — a third-party token, say: sealed before it is stored, read by the
     /// tool with [`UrlCompletion::secret`](crate::UrlCompletion::secret),
-    /// never sent to the client.
+    /// never sent to the client. With the `page-secrets` feature (which
+    /// links ChaCha20-Poly1305 into the worker).
+    #[cfg(feature = "page-secrets")]
     pub fn secret(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         let c = self.completion.get_or_insert_with(Completion::default);
         c.secrets.insert(name.into(), Value::String(value.into()));

@@ -78,7 +78,9 @@ impl UrlCompletion {
             .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
-    /// One secret the page sealed (a third-party token, say).
+    /// One secret the page sealed (a third-party token, say). With the
+    /// `page-secrets` feature, as [`PageReply::secret`](crate::PageReply::secret).
+    #[cfg(feature = "page-secrets")]
     pub fn secret(&self, name: &str) -> Option<&str> {
         self.secrets.get(name).and_then(Value::as_str)
     }
@@ -134,6 +136,7 @@ mod tests {
         let mut s = Map::new();
         s.insert("token".into(), Value::String("gho_secret".into()));
         let c = UrlCompletion::new(Map::new(), s);
+        #[cfg(feature = "page-secrets")]
         assert_eq!(c.secret("token"), Some("gho_secret"));
         assert!(!format!("{c:?}").contains("gho_secret"));
     }

@@ -13,6 +13,7 @@
 
 use std::cell::RefCell;
 
+#[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
 use super::admin::{self, Job, Operator};
 use super::auth::{self as host_auth, Authenticated, Signed};
 use super::cors::{cors, Cors};
@@ -60,10 +61,13 @@ enum Stage {
     /// The body is next, then routing.
     Body,
     /// An operator's request: its body is next, then who sent it.
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     AdminBody,
     /// An operator's OAuth token is next.
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     AdminVerify,
     /// An admin job, waiting for the objects it asked.
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     Admin(Box<Job>),
     /// To be served here.
     Serve(Local),
@@ -144,6 +148,10 @@ impl Inbound {
     }
 
     fn begin(&mut self, server: &Server, props: Option<&str>, seen: &SeenTokens) -> Step {
+        // An operator's request goes its own way. A Worker built without
+        // the `admin` feature links none of it: its paths are unknown
+        // paths (the native test server serves admin either way).
+        #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
         if admin::is_admin_path(&self.http.path) {
             self.stage = Stage::AdminBody;
             return self.read_body(server);
@@ -190,6 +198,7 @@ impl Inbound {
                     Authenticated::Later => Step::Answer(Reply::new(HttpResponse::empty(500))),
                 }
             }
+            #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
             Stage::AdminVerify => {
                 match admin::verify(server, &self.http, now_ms, verifier, seen).await {
                     Ok(name) => self.start_job(server, &name),
@@ -259,6 +268,7 @@ impl Inbound {
         };
         self.http.body = body;
         match std::mem::replace(&mut self.stage, Stage::Done) {
+            #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
             Stage::AdminBody => match admin::operator(server, &self.http, self.env.now_ms) {
                 Operator::Yes(name) => self.start_job(server, &name),
                 Operator::No(reply) => Step::Answer(reply),
@@ -316,6 +326,7 @@ impl Inbound {
         }
     }
 
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     fn start_job(&mut self, server: &Server, operator: &str) -> Step {
         let (job, step) = admin::start(server, &self.http, operator, &self.env);
         self.stage = Stage::Admin(Box::new(job));
@@ -323,8 +334,13 @@ impl Inbound {
     }
 
     /// The responses to a [`Step::Ask`], in its order.
+    #[cfg_attr(
+        all(target_arch = "wasm32", not(feature = "admin")),
+        allow(unused_variables)
+    )]
     pub fn answers(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
         match &mut self.stage {
+            #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
             Stage::Admin(job) => {
                 let step = job.resume(server, answers);
                 self.admin_step(step)
@@ -333,6 +349,7 @@ impl Inbound {
         }
     }
 
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     fn admin_step(&mut self, step: admin::Step) -> Step {
         match step {
             admin::Step::Answer(reply) => {

@@ -31,7 +31,10 @@ pub async fn handle_in_object(
     if req.header(ELICITATION_HEADER).is_some() {
         return super::page::serve(server, req, env, super::page::Keeper::Object(stores)).await;
     }
-    // An operator's request, sent by the Worker's admin path.
+    // An operator's request, sent by the Worker's admin path: a Worker
+    // built without the `admin` feature sends none (the native TestServer
+    // serves admin either way).
+    #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     if req.header(super::admin::object::ADMIN_HEADER).is_some() {
         return super::admin::object::serve(server, req, env, stores).await;
     }

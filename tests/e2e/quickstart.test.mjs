@@ -49,7 +49,8 @@ function copyQuickstart() {
   // The one edit the README asks for: point the path dependency at durable-mcp.
   const manifest = join(d, 'Cargo.toml');
   const before = readFileSync(manifest, 'utf8');
-  const after = before.replace(/durable-mcp = \{ path = "[^"]*" \}/, `durable-mcp = { path = ${JSON.stringify(ROOT)} }`);
+  // Only the path: the features the quickstart picks stay as they are.
+  const after = before.replace(/durable-mcp = \{ path = "[^"]*"/, `durable-mcp = { path = ${JSON.stringify(ROOT)}`);
   assert.notEqual(after, before, 'the quickstart has one path dependency on durable-mcp');
   writeFileSync(manifest, after);
   // The workspace's lock file, so the copy builds the same versions the

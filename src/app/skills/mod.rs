@@ -72,11 +72,14 @@
 //! - `mod.rs`: [`Skill`], built from a `SKILL.md` and files; what the server reads of it.
 //! - `frontmatter.rs`: the frontmatter found, read as YAML, held to the Agent Skills rules.
 //! - `paths.rs`: segments a `skill://` URI carries; a file's `mimeType`.
+//! - `mime.rs`: the `mimeType` an extension names (the full table with the
+//!   `skill-mime-types` feature, else a short one).
 //! - `tree.rs`: a tree of files grouped into skills ([`Skill::from_files`], [`include_skills!`](crate::include_skills)).
 //! - `error.rs`: [`SkillError`].
 
 mod error;
 mod frontmatter;
+mod mime;
 pub(crate) mod paths;
 mod tree;
 
@@ -187,8 +190,10 @@ impl Skill {
     }
 
     /// Adds a file at `path` (relative to the skill's root, `/`-separated:
-    /// `references/FORMS.md`). Its `mimeType` comes from its extension; it
-    /// is read as text when it is UTF-8, as a base64 blob otherwise.
+    /// `references/FORMS.md`). Its `mimeType` comes from its extension
+    /// (the common ones; every extension `mime_guess` knows with the
+    /// `skill-mime-types` feature); it is read as text when it is UTF-8,
+    /// as a base64 blob otherwise.
     pub fn file(
         mut self,
         path: &str,

@@ -39,7 +39,7 @@ pub(super) fn mime_type(path: &str, bytes: &[u8]) -> &'static str {
     if path.ends_with(".md") {
         return "text/markdown";
     }
-    match mime_guess::from_path(path).first_raw() {
+    match super::mime::by_extension(path) {
         Some(mime) => mime,
         None if std::str::from_utf8(bytes).is_ok() => "text/plain",
         None => "application/octet-stream",

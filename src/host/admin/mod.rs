@@ -17,6 +17,8 @@
 //! - `pages.rs`: the console's requests, rendered by `admin::console`.
 
 mod job;
+// Unused in a Worker built without the `admin` feature (host/object.rs).
+#[cfg_attr(all(target_arch = "wasm32", not(feature = "admin")), allow(dead_code))]
 pub(crate) mod object;
 mod pages;
 mod pass;
