@@ -12,7 +12,7 @@ use crate::engine::{ClientCaps, Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, Method, Request};
-use crate::server::{call_target, round, Env, Kept, Server, Site, Step};
+use crate::server::{call_target, round, Env, Kept, Server, Site, Step, Target};
 
 /// Who a request of the session comes from (already checked to be its
 /// principal), for the rounds it runs: a refreshed token runs them with
@@ -40,7 +40,8 @@ pub(super) async fn start(
     let method = r
         .kind
         .ok_or_else(|| McpError::method_not_found(&r.method))?;
-    if let (crate::server::Target::Tool(t), _) = call_target(server, method, &r.params, None)? {
+    let found = call_target(server, method, &r.params, None)?;
+    if let (crate::server::Target::Tool(t), _) = &found {
         // A token without the tool's scopes is refused before the call
         // starts: 403 with the challenge, so the client steps up and sends
         // the call again.
@@ -77,7 +78,9 @@ pub(super) async fn start(
                    "maxWait": server.config.resume_max_wait_ms / 1000}),
         ));
     }
-    messages.extend(advance(server, store, env, meta, turn, &mut call).await);
+    // The target just found runs the first round: looked up once.
+    let mut rounds = Rounds::new(server, &call, Some(Ok(found)));
+    messages.extend(rounds.advance(store, env, meta, turn, &mut call).await);
 
     // A call that finished at once with nothing else to say is a plain JSON
     // response; there is nothing to resume.
@@ -270,7 +273,9 @@ pub(super) async fn run_claimed(
 ) -> Result<Vec<Value>, McpError> {
     call.claimed_at_ms = env.now_ms.max(1);
     store.put_call(call)?;
-    let messages = advance(server, store, env, meta, turn, call).await;
+    let messages = Rounds::new(server, call, None)
+        .advance(store, env, meta, turn, call)
+        .await;
     call.claimed_at_ms = 0;
     Ok(messages)
 }
@@ -297,22 +302,54 @@ pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec
     Ok(pushes)
 }
 
-/// Runs the next rounds of `call`; returns the messages for its stream and
-/// updates its journal and state. Checkpoints pause the call until the client
-/// comes back (polling mode); with streams held open they pass at once.
-pub(super) async fn advance(
-    server: &Server,
-    store: &dyn SessionStore,
-    env: &Env,
-    meta: &SessionMeta,
-    turn: &Turn,
-    call: &mut SessionCall,
-) -> Vec<Value> {
-    let mut messages = Vec::new();
-    loop {
-        messages.extend(advance_once(server, store, env, meta, turn, call).await);
-        if server.config.sse_polling || !continue_after_checkpoints(call) {
-            return messages;
+/// What a call's rounds run, looked up once per request: the tool,
+/// prompt or resource its request names, or why it cannot run.
+pub(super) struct Rounds<'a> {
+    server: &'a Server,
+    method: Option<Method>,
+    target: Result<(Target<'a>, Value), McpError>,
+}
+
+impl<'a> Rounds<'a> {
+    /// `found`: the target when the caller already looked it up.
+    pub(super) fn new(
+        server: &'a Server,
+        call: &SessionCall,
+        found: Option<Result<(Target<'a>, Value), McpError>>,
+    ) -> Self {
+        let method = Method::parse(&call.method);
+        let target = found.unwrap_or_else(|| {
+            let empty = serde_json::Map::new();
+            let params = call.params.as_object().unwrap_or(&empty);
+            method.map_or_else(
+                || Err(McpError::method_not_found(&call.method)),
+                |m| call_target(server, m, params, None),
+            )
+        });
+        Self {
+            server,
+            method,
+            target,
+        }
+    }
+
+    /// Runs the next rounds of `call`; returns the messages for its stream and
+    /// updates its journal and state. Checkpoints pause the call until the client
+    /// comes back (polling mode); with streams held open they pass at once.
+    pub(super) async fn advance(
+        &mut self,
+        store: &dyn SessionStore,
+        env: &Env,
+        meta: &SessionMeta,
+        turn: &Turn,
+        call: &mut SessionCall,
+    ) -> Vec<Value> {
+        let mut messages = Vec::new();
+        loop {
+            messages.extend(advance_once(self, store, env, meta, turn, call).await);
+            if self.server.config.sse_polling || !continue_after_checkpoints(call) {
+                return messages;
+            }
         }
     }
 }
@@ -329,27 +366,26 @@ pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
 }
 
 async fn advance_once(
-    server: &Server,
+    rounds: &Rounds<'_>,
     store: &dyn SessionStore,
     env: &Env,
     meta: &SessionMeta,
     turn: &Turn,
     call: &mut SessionCall,
 ) -> Vec<Value> {
+    let server = rounds.server;
+    let method = rounds.method;
     let before = call.state;
     call.state = CallState::Running;
-    let empty = serde_json::Map::new();
-    let params = call.params.as_object().unwrap_or(&empty);
-    let method = Method::parse(&call.method);
-    let target = method.map_or_else(
-        || Err(McpError::method_not_found(&call.method)),
-        |m| call_target(server, m, params, None),
-    );
-    let (target, args) = match target {
-        Ok(t) => t,
+    let (target, args) = match &rounds.target {
+        Ok((target, args)) => (target, args.clone()),
         // A paused call whose tool this deploy does not serve: kept.
         Err(_) if call.journal.round > 0 && method == Some(Method::ToolsCall) => {
-            let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+            let name = call
+                .params
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             let gone = crate::engine::tool_gone(name);
             let error = Some((gone.code(), format!("{:?}", gone.kind)));
             let end = (RoundEnd::Parked, Some(gone.message.as_str()), error);
@@ -358,7 +394,7 @@ async fn advance_once(
         }
         Err(e) => {
             call.state = CallState::Failed;
-            return vec![e.to_response(Some(&call.request_id))];
+            return vec![e.clone().to_response(Some(&call.request_id))];
         }
     };
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
@@ -382,7 +418,7 @@ async fn advance_once(
         },
     });
     let is_tool = method == Some(Method::ToolsCall);
-    let run = round::run(server, &target, args, call.journal.clone(), site).await;
+    let run = round::run(server, target, args, call.journal.clone(), site).await;
     let mut messages = run.notifications;
     let step = Step::of(run.outcome, is_tool);
     let (end, why) = round::end_of(&step);
