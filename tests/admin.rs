@@ -582,7 +582,7 @@ fn export_feeds_the_deploy_check_and_purge_forgets_finished_calls() {
 #[test]
 fn with_oauth_only_a_token_with_the_admin_scope_is_an_operator() {
     let mut s = TestServer::with_config(registry(), |c| {
-        c.oauth = Some(durable_mcp::auth::OAuthConfig {
+        c.sign_in = durable_mcp::auth::SignIn::from(durable_mcp::auth::OAuthConfig {
             issuer: "https://id.example".into(),
             ..Default::default()
         });

@@ -23,6 +23,10 @@
 //!   failures, stale keys for a while, else `503` with `Retry-After`).
 //! - `resource.rs`: metadata, challenges, and a request's token checked
 //!   (the signature by a [`KeyVerifier`]: WebCrypto in the Worker).
+//! - `sign_in.rs`: the one sign-in mode a server runs ([`SignIn`]: open,
+//!   `API_TOKENS`, OAuth, or a wrapping authorization server), and who a
+//!   request is from once the host checked what it could.
+//! - `scopes.rs`: which scopes a request and a call need ([`ScopePolicy`]).
 //! - `seen.rs`: tokens whose signature verified lately (by digest), so a
 //!   repeated token is checked without waiting.
 
@@ -32,7 +36,9 @@ mod keys;
 mod oauth;
 mod refresh;
 mod resource;
+mod scopes;
 mod seen;
+mod sign_in;
 
 pub use api_tokens::{authenticate_api_token, parse_api_tokens};
 pub use jwt::{Caller, Invalid, Jwt, ALGORITHMS, PROPS_ISSUER};
@@ -47,7 +53,9 @@ pub use resource::{
     origin_of, require, resource_uri, retry_after, unauthorized, unavailable, Checked, Credentials,
     KeyError, KeyVerifier, Refusal, VerifyFuture, METADATA_PATH,
 };
+pub use scopes::ScopePolicy;
 pub use seen::SeenTokens;
+pub use sign_in::SignIn;
 
 /// The internal header that carries a verified [`Caller`] from the Worker
 /// to the server and to objects. The Worker never copies a client's, and

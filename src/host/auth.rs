@@ -118,7 +118,7 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
     // request goes.
     req.headers
         .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
-    let Some(oauth) = &server.config.oauth else {
+    let Some(oauth) = server.config.sign_in.oauth() else {
         return Pending::Done(Ok(Caller::default()));
     };
     // The metadata and CORS preflights are for anyone; other paths get
@@ -132,7 +132,9 @@ fn credentials<'a>(server: &'a Server, req: &mut HttpRequest, now_ms: u64) -> Pe
         return Pending::Done(Ok(Caller::default()));
     }
     let authorization = req.header("authorization");
-    if let Some(name) = auth::authenticate_api_token(&server.config.api_tokens, authorization) {
+    if let Some(name) =
+        auth::authenticate_api_token(server.config.sign_in.api_tokens(), authorization)
+    {
         return Pending::Done(Ok(Caller::api_token(name)));
     }
     Pending::Token(Owned {
@@ -187,18 +189,19 @@ fn admit(
     caller: Caller,
     header: Option<String>,
 ) -> Authenticated {
-    let Some(oauth) = &server.config.oauth else {
+    if server.config.sign_in.oauth().is_none() {
         return Authenticated::Yes(None);
-    };
+    }
     if (req.path != "/mcp" && !super::page::is_page(server, &req.path))
         || req.method == "OPTIONS"
         || browsing(server, req)
     {
         return Authenticated::Yes(None);
     }
-    if !oauth.scopes.is_empty() {
+    let scopes = server.scopes();
+    if !scopes.every_request().is_empty() {
         let resource = auth::resource_uri(req.header("host"));
-        if let Err(e) = auth::require(&caller, &resource, &oauth.scopes) {
+        if let Err(e) = scopes.admit(&caller, &resource) {
             return Authenticated::No(Reply::new(refusal(server, req, &e)));
         }
     }
@@ -217,7 +220,7 @@ pub(super) fn authenticate_props(
 ) -> Result<Option<Signed>, Reply> {
     req.headers
         .retain(|(k, _)| !k.eq_ignore_ascii_case(CALLER_HEADER));
-    if !server.config.oauth_props {
+    if !matches!(server.config.sign_in, auth::SignIn::Wrapper) {
         // A wrapper hands over a caller this server would ignore: every
         // user would look the same. Refused, as any misconfiguration is.
         // (The runtime's own `ctx.props` is an empty object: no caller.)
@@ -273,7 +276,7 @@ mod tests {
     #[test]
     fn while_the_issuers_keys_cannot_be_read_a_request_gets_503_with_retry_after() {
         let mut h = TestServer::with_config(Registry::default(), |c| {
-            c.oauth = Some(OAuthConfig {
+            c.sign_in = crate::auth::SignIn::from(OAuthConfig {
                 issuer: "https://id.example".into(),
                 ..OAuthConfig::default()
             });

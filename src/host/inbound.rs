@@ -162,7 +162,7 @@ impl Inbound {
             Ok(signed) => self.signed = signed,
             Err(reply) => return Step::Answer(reply),
         }
-        if server.config.oauth.is_some() {
+        if server.config.sign_in.oauth().is_some() {
             match host_auth::authenticate_now(server, &mut self.http, self.env.now_ms, seen) {
                 Authenticated::Yes(signed) => self.signed = signed,
                 Authenticated::No(reply) => return Step::Answer(reply),
@@ -421,7 +421,7 @@ mod tests {
         // A token in the query is refused, never read.
         req.path = "/mcp?access_token=abc".into();
         let mut h = TestServer::with_config(Registry::default(), |c| {
-            c.oauth = Some(crate::auth::OAuthConfig {
+            c.sign_in = crate::auth::SignIn::from(crate::auth::OAuthConfig {
                 issuer: "https://id.example".into(),
                 ..Default::default()
             });

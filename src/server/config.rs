@@ -21,15 +21,9 @@ pub struct Config {
     pub max_body_bytes: usize,
     /// Keys for sealed state; empty refuses stateful calls.
     pub keys: KeyRing,
-    /// Bearer tokens and the principal each stands for; empty disables auth.
-    pub api_tokens: Vec<(String, String)>,
-    /// OAuth 2.1 resource server (`OAUTH_ISSUER` …); `None`: off.
-    pub oauth: Option<crate::auth::OAuthConfig>,
-    /// `OAUTH_WRAPPER=workers-oauth-provider`: Cloudflare's
-    /// `@cloudflare/workers-oauth-provider` wraps this Worker and has
-    /// checked every token; the caller is what it hands the Worker
-    /// (`ctx.props`).
-    pub oauth_props: bool,
+    /// How callers sign in (`API_TOKENS`, `OAUTH_ISSUER` …,
+    /// `OAUTH_WRAPPER`); open by default.
+    pub sign_in: crate::auth::SignIn,
     /// How long a paused call's state stays valid, in ms.
     pub state_ttl_ms: u64,
     /// `ttlMs` on list results and `resources/read`.
@@ -113,9 +107,7 @@ impl Default for Config {
             allowed_hosts: AllowList::default(),
             max_body_bytes: 1 << 20,
             keys: KeyRing::default(),
-            api_tokens: Vec::new(),
-            oauth: None,
-            oauth_props: false,
+            sign_in: crate::auth::SignIn::Open,
             state_ttl_ms: 60 * 60 * 1000,
             list_ttl_ms: 60 * 1000,
             fixtures: false,
@@ -144,7 +136,7 @@ impl Config {
     /// Whether the admin API and console exist: an admin token is
     /// configured, or OAuth sign-in is on (a token with the admin scope).
     pub fn admin_enabled(&self) -> bool {
-        !self.admin_tokens.is_empty() || self.oauth.is_some()
+        !self.admin_tokens.is_empty() || self.sign_in.oauth().is_some()
     }
 
     /// Reads the configuration from a lookup of Worker vars/secrets by name.
@@ -212,22 +204,7 @@ impl Config {
         if let Some(v) = get("STATE_KEYS") {
             c.keys = KeyRing::parse(&v)?;
         }
-        if let Some(v) = get("API_TOKENS") {
-            c.api_tokens = crate::auth::parse_api_tokens(&v)?;
-        }
-        c.oauth = crate::auth::OAuthConfig::from_lookup(&get)?;
-        match get("OAUTH_WRAPPER").as_deref().map(str::trim) {
-            None => {}
-            Some("workers-oauth-provider") if c.oauth.is_none() => c.oauth_props = true,
-            Some("workers-oauth-provider") => {
-                return Err("OAUTH_WRAPPER and OAUTH_ISSUER are both set: the built-in \
-                            authorization server checks its own tokens; set one"
-                    .into())
-            }
-            Some(_) => {
-                return Err("OAUTH_WRAPPER must be \"workers-oauth-provider\"".into());
-            }
-        }
+        c.sign_in = crate::auth::SignIn::from_lookup(&get)?;
         if let Some(n) = num("SESSION_TTL_SECONDS")? {
             c.session_ttl_ms = n.saturating_mul(1000);
         }
@@ -321,7 +298,7 @@ mod tests {
             })
         };
         let props = with_all(&[("OAUTH_WRAPPER", "workers-oauth-provider")]);
-        assert!(props.is_ok_and(|c| c.oauth_props && c.oauth.is_none()));
+        assert!(props.is_ok_and(|c| matches!(c.sign_in, crate::auth::SignIn::Wrapper)));
         assert!(with_all(&[("OAUTH_WRAPPER", "other")]).is_err());
         assert!(with_all(&[
             ("OAUTH_WRAPPER", "workers-oauth-provider"),
@@ -333,6 +310,8 @@ mod tests {
             ("API_TOKENS", "ci:tok-ci-1"),
             ("OAUTH_ISSUER", "https://id.example"),
         ]);
-        assert!(both.is_ok_and(|c| c.oauth.is_some() && c.api_tokens.len() == 1));
+        assert!(
+            both.is_ok_and(|c| c.sign_in.oauth().is_some() && c.sign_in.api_tokens().len() == 1)
+        );
     }
 }

@@ -53,7 +53,7 @@ pub(crate) use target::{run_target, Target};
 use serde_json::Value;
 
 use crate::app::Registry;
-use crate::auth::{Caller, Refusal};
+use crate::auth::Caller;
 use crate::effects::{Effect, Reply};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
@@ -81,6 +81,8 @@ pub struct Server {
     /// Log lines the last requests wrote (a round's line and span), for
     /// the host to write out ([`Server::take_logs`]).
     logs: std::cell::RefCell<Vec<String>>,
+    /// [`Server::scopes`], once built.
+    scopes: std::cell::OnceCell<crate::auth::ScopePolicy>,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -151,6 +153,7 @@ impl Server {
             registry,
             paused: Default::default(),
             logs: Default::default(),
+            scopes: Default::default(),
         }
     }
 
@@ -219,7 +222,7 @@ impl Server {
         caller: Option<Caller>,
         parsed: Option<Parsed>,
     ) -> Result<Reply, (McpError, Option<Value>)> {
-        if let (Some(oauth), "GET" | "HEAD") = (&self.config.oauth, req.method.as_str()) {
+        if let (Some(oauth), "GET" | "HEAD") = (self.config.sign_in.oauth(), req.method.as_str()) {
             if crate::auth::is_metadata_path(&req.path) {
                 return Ok(Reply::new(self.resource_metadata(oauth, req)));
             }
@@ -378,10 +381,10 @@ impl Server {
     }
 
     /// Who is calling. With OAuth on, the caller the Worker verified
-    /// before routing ([`crate::host::authenticate`]) and carried in an
-    /// internal header (no client can set it); with `API_TOKENS`, the
-    /// entry the bearer names (the Worker and every object read it the
-    /// same way, through [`crate::auth`]); else nobody in particular.
+    /// before routing and carried in an internal header (no client can set
+    /// it); with `API_TOKENS`, the entry the bearer names (the Worker and
+    /// every object read it the same way, through [`crate::auth`]); else
+    /// nobody in particular.
     pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Caller, McpError> {
         let forwarded = req
             .header(crate::auth::CALLER_HEADER)
@@ -389,77 +392,38 @@ impl Server {
         self.caller_of(req, forwarded)
     }
 
-    /// Who is calling: `signed`, the caller the host verified, when this
-    /// server signs callers in (a refusal without one); else the
-    /// `API_TOKENS` entry the bearer names; else nobody in particular.
+    /// Who is calling, as the sign-in mode decides: `signed` is the caller
+    /// the host verified.
     pub(crate) fn caller_of(
         &self,
         req: &HttpRequest,
         signed: Option<Caller>,
     ) -> Result<Caller, McpError> {
-        if self.config.oauth.is_some() || self.config.oauth_props {
-            return signed.ok_or_else(|| match &self.config.oauth {
-                Some(oauth) => {
-                    let resource = crate::auth::resource_uri(req.header("host"));
-                    crate::auth::unauthorized(Refusal::Missing, &resource, &oauth.scopes)
-                }
-                // The provider in front answers the challenges.
-                None => McpError::new(
-                    ErrorKind::Unauthorized,
-                    "Unauthorized: sign in through this server's authorization server",
-                ),
-            });
-        }
-        if self.config.api_tokens.is_empty() {
-            return Ok(Caller::default());
-        }
-        crate::auth::authenticate_api_token(&self.config.api_tokens, req.header("authorization"))
-            .map(Caller::api_token)
-            .ok_or_else(|| {
-                McpError::new(
-                    ErrorKind::Unauthorized,
-                    "Unauthorized: a valid bearer token is required",
-                )
-            })
+        self.config
+            .sign_in
+            .caller(req.header("authorization"), req.header("host"), signed)
     }
 
     /// This server's resource URI as `req` reached it, for a scope
-    /// challenge; empty when no sign-in is configured (nothing reads it
-    /// then, and every request would pay for formatting it).
+    /// challenge; empty when no sign-in is configured.
     pub(crate) fn resource_of(&self, req: &HttpRequest) -> String {
-        if self.config.oauth.is_some() || self.config.oauth_props {
-            crate::auth::resource_uri(req.header("host"))
-        } else {
-            String::new()
-        }
+        self.config.sign_in.resource_of(req.header("host"))
     }
 
-    /// The scopes every request needs (`OAUTH_SCOPES`).
-    fn server_scopes(&self) -> Vec<String> {
-        self.config
-            .oauth
-            .as_ref()
-            .map(|o| o.scopes.clone())
-            .unwrap_or_default()
+    /// The scopes this server asks for, built on first use from the
+    /// sign-in mode and the registry (both fixed once the isolate serves).
+    pub fn scopes(&self) -> &crate::auth::ScopePolicy {
+        self.scopes.get_or_init(|| {
+            crate::auth::ScopePolicy::new(
+                &self.config.sign_in,
+                self.registry.tools.iter().map(|t| t.scopes.as_slice()),
+            )
+        })
     }
 
     /// The scopes a call of `tool` needs: the server-wide ones and its own.
     pub fn tool_scopes(&self, tool: &crate::app::Tool) -> Vec<String> {
-        let mut scopes = self.server_scopes();
-        scopes.extend(tool.scopes.iter().cloned());
-        scopes
-    }
-
-    /// Every scope this server asks for: the server-wide ones and each
-    /// tool's (what the metadata lists as `scopes_supported`).
-    pub fn scopes_supported(&self) -> Vec<String> {
-        let mut all = self.server_scopes();
-        for tool in &self.registry.tools {
-            all.extend(tool.scopes.iter().cloned());
-        }
-        all.sort();
-        all.dedup();
-        all
+        self.scopes().for_tool(&tool.scopes)
     }
 
     /// The Protected Resource Metadata, readable cross-origin.
@@ -469,7 +433,7 @@ impl Server {
         req: &HttpRequest,
     ) -> HttpResponse {
         let resource = crate::auth::resource_uri(req.header("host"));
-        let doc = crate::auth::metadata(oauth, &resource, &self.scopes_supported());
+        let doc = crate::auth::metadata(oauth, &resource, self.scopes().supported());
         HttpResponse::json(200, &doc).with_header("access-control-allow-origin", "*")
     }
 }

@@ -575,9 +575,10 @@ mod tests {
     fn with_sign_in_the_approval_link_opens_once_for_its_user_and_shows_what_is_approved() {
         let registry = server(&Bindings::from_vars([("A", "")])).expect("builds");
         let mut s = TestServer::with_config(registry, |c| {
-            c.api_tokens =
+            c.sign_in = durable_mcp::auth::SignIn::ApiTokens(
                 durable_mcp::auth::parse_api_tokens("alice:token-of-alice,bob:token-of-bob")
-                    .expect("tokens");
+                    .expect("tokens"),
+            );
         });
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -85,7 +85,7 @@ pub fn operator(server: &Server, req: &HttpRequest, now_ms: u64) -> Operator {
             return Operator::Yes(String::new());
         }
     }
-    if config.oauth.is_some() && authorization.is_some_and(|a| a.len() > 7) {
+    if config.sign_in.oauth().is_some() && authorization.is_some_and(|a| a.len() > 7) {
         return Operator::Verify;
     }
     Operator::No(not_there(req))
@@ -102,7 +102,7 @@ pub async fn verify(
     verifier: &dyn KeyVerifier,
     seen: &RefCell<SeenTokens>,
 ) -> Result<String, Reply> {
-    let Some(oauth) = &server.config.oauth else {
+    let Some(oauth) = server.config.sign_in.oauth() else {
         return Err(not_there(req));
     };
     let resource = auth::resource_uri(req.header("host"));

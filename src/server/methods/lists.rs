@@ -10,7 +10,7 @@ use crate::server::Server;
 /// auth is on, in which case only the caller may cache them.
 pub(crate) fn add_cache_fields(server: &Server, result: &mut Value) {
     result["ttlMs"] = json!(server.config.list_ttl_ms);
-    let scope = if server.config.api_tokens.is_empty() {
+    let scope = if server.config.sign_in.is_open() {
         "public"
     } else {
         "private"

@@ -332,10 +332,10 @@ fn a_token_from_the_previous_key_completes_after_rotation() {
 #[test]
 fn state_is_bound_to_the_principal() {
     let (mut h, _) = with_counter();
-    h.server.config.api_tokens = vec![
+    h.server.config.sign_in = durable_mcp::auth::SignIn::ApiTokens(vec![
         ("tok-a".into(), "alice".into()),
         ("tok-b".into(), "bob".into()),
-    ];
+    ]);
     let auth = |t: &'static str| {
         move |hs: &mut Vec<(String, String)>| super::set(hs, "authorization", Some(t))
     };

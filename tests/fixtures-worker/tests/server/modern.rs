@@ -88,7 +88,9 @@ fn oversized_body_is_413() {
 /// With API tokens configured, no or a wrong bearer token is 401 with WWW-Authenticate.
 #[test]
 fn missing_bearer_token_is_401() {
-    let mut h = Harness::with_config(|c| c.api_tokens = vec![("tok-alice".into(), "alice".into())]);
+    let mut h = Harness::with_config(|c| {
+        c.sign_in = durable_mcp::auth::SignIn::ApiTokens(vec![("tok-alice".into(), "alice".into())])
+    });
     let r = h.call("server/discover", json!({}));
     assert_error(&r, 401, -32600);
     assert!(r

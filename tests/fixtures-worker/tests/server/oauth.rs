@@ -17,7 +17,7 @@ const RESOURCE: &str = "http://127.0.0.1:8787/mcp";
 
 fn server() -> TestServer {
     Harness::with_config(|c| {
-        c.oauth = Some(OAuthConfig {
+        c.sign_in = durable_mcp::auth::SignIn::from(OAuthConfig {
             issuer: ISSUER.into(),
             scopes: vec!["mcp:read".into()],
             ..OAuthConfig::default()
@@ -243,7 +243,7 @@ fn no_caller_header_from_a_client_is_believed() {
 /// token; the caller is what it hands over, and nothing else gets in.
 #[test]
 fn behind_the_built_in_authorization_server_the_caller_is_its_props() {
-    let mut h = Harness::with_config(|c| c.oauth_props = true);
+    let mut h = Harness::with_config(|c| c.sign_in = durable_mcp::auth::SignIn::Wrapper);
     let r = call_as(&mut h, None, "whoami", json!({}));
     assert_error(&r, 401, -32600);
     h.props = Some(r#"{"sub":"ada","client_id":"c9","scopes":["mcp:read"]}"#.into());
@@ -347,7 +347,7 @@ fn props_without_the_wrapper_mode_refuse_to_serve() {
 #[test]
 fn a_tool_reads_the_claims_it_was_given() {
     let mut h = Harness::with_config(|c| {
-        c.oauth = Some(OAuthConfig {
+        c.sign_in = durable_mcp::auth::SignIn::from(OAuthConfig {
             issuer: ISSUER.into(),
             claims: vec!["email".into()],
             ..OAuthConfig::default()

@@ -102,10 +102,10 @@ fn approve(h: &mut TestServer, id: &str, token: &str, bearer: Option<&str>) -> R
 
 fn two_callers() -> TestServer {
     let mut h = Harness::new();
-    h.server.config.api_tokens = vec![
+    h.server.config.sign_in = durable_mcp::auth::SignIn::ApiTokens(vec![
         ("tok-a".into(), "alice".into()),
         ("tok-b".into(), "bob".into()),
-    ];
+    ]);
     h
 }
 

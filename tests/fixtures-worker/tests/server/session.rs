@@ -475,10 +475,10 @@ fn a_checkpoint_closes_the_stream_and_the_get_continues_the_call() {
 #[test]
 fn a_session_is_bound_to_its_principal() {
     let mut h = Harness::with_config(|c| {
-        c.api_tokens = vec![
+        c.sign_in = durable_mcp::auth::SignIn::ApiTokens(vec![
             ("tok-alice".into(), "alice".into()),
             ("tok-bob".into(), "bob".into()),
-        ]
+        ])
     });
     let as_user =
         |h: &mut TestServer, token: &str, sid: Option<&str>, method: &str, body: Value| {

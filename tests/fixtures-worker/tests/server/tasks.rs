@@ -210,10 +210,10 @@ fn cancel_stops_a_working_task_and_is_an_idempotent_ack() {
 #[test]
 fn unknown_ids_other_principals_and_missing_extension_are_refused() {
     let mut s = Harness::with_config(|c| {
-        c.api_tokens = vec![
+        c.sign_in = durable_mcp::auth::SignIn::ApiTokens(vec![
             ("tok-a".into(), "alice".into()),
             ("tok-b".into(), "bob".into()),
-        ];
+        ]);
     });
     let bearer = |tok: &'static str| {
         move |h: &mut Vec<(String, String)>| {
