@@ -99,6 +99,7 @@ const EXTRA = (process.env.BENCH_EXTRA_BUNDLE ?? '').split(',').map((s) => s.tri
 });
 /** The durable round trip's lane name; `on` names the variant (none: the fixtures worker). */
 const DURABLE = (on) => `durable-mcp: durable round trip (deploy, 2 rounds)${on ? `, ${on}` : ''}`;
+const STATELESS = (on) => `durable-mcp: stateless tools/call (add)${on ? `, ${on}` : ''}`;
 const MRTR = (on) => `durable-mcp: MRTR round trip${on ? `, ${on}` : ''}`;
 const TASK_POLL = (on) => `durable-mcp: task poll (tasks/get)${on ? `, ${on}` : ''}`;
 
@@ -529,7 +530,7 @@ async function throughput(workers, issuer) {
     // For reference: the ceiling as the first runs measured it, sent a
     // 45-byte body and one header; what the request's size alone costs.
     ['ceiling: parse + fixed result, a minimal request (reference)', at('ceiling'), [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
-    ['durable-mcp: stateless tools/call (add)', at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
+    [STATELESS(), at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
     ['durable-mcp quickstart: stateless tools/call (add)', at('quickstart'), [modernReq('add', { a: 1, b: 2 })], 1],
     // The same call signed in: one token for every request (a client's,
     // until it expires: its signature verified once, then remembered), and
@@ -549,7 +550,8 @@ async function throughput(workers, issuer) {
     // An MRTR call pauses too: with ROUND_LOGS=all its rounds write the line as well.
     [MRTR('round logs all'), at('fixtures-logall'), roundTrip('test_input_required_result_elicitation', {},
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
-    ...EXTRA.flatMap((w) => [[DURABLE(w.name), at(w.name), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    ...EXTRA.flatMap((w) => [[STATELESS(w.name), at(w.name), [modernReq('add', { a: 1, b: 2 })], 1],
+      [DURABLE(w.name), at(w.name), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
       [MRTR(w.name), at(w.name), roundTrip('test_input_required_result_elicitation', {},
         { user_name: { action: 'accept', content: { name: 'bench' } } }), 2]]),
   ];
@@ -679,7 +681,7 @@ async function throughput(workers, issuer) {
   console.log(`  durable round trip, admin on vs off: ${ratio(DURABLE('admin on'), DURABLE())} (target ≥ 0.95×); task poll ${ratio(TASK_POLL('admin on'), TASK_POLL())}`);
   console.log(`  durable round trip, round logs on vs off: ${ratio(DURABLE(), DURABLE('round logs off'))} (target ≥ 0.95×); MRTR round trip, stateless rounds logged too (ROUND_LOGS=all) vs not: ${ratio(MRTR('round logs all'), MRTR())}`);
   for (const w of EXTRA) {
-    console.log(`  durable round trip, this build vs ${w.name} (BENCH_EXTRA_BUNDLE): ${ratio(DURABLE(), DURABLE(w.name))} (target ≥ 0.95×); MRTR round trip ${ratio(MRTR(), MRTR(w.name))}`);
+    console.log(`  durable round trip, this build vs ${w.name} (BENCH_EXTRA_BUNDLE): ${ratio(DURABLE(), DURABLE(w.name))} (target ≥ 0.95×); MRTR round trip ${ratio(MRTR(), MRTR(w.name))}; stateless ${ratio(STATELESS(), STATELESS(w.name))}`);
   }
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
   console.log(`  stateless call with an OAuth JWT vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')} (target ≥ 0.9×)`);

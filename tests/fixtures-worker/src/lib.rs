@@ -10,6 +10,7 @@
 //! - `chains.rs`: tool-chaining fixtures (loops, endless, refused chains).
 //! - `signin.rs`: `whoami` and `release` (a durable call that steps up).
 //! - `pages.rs`: `connect` and its `/connect` page (URL-mode elicitation).
+//! - `trap.rs`: tools that trap, only with `TRAP_TOOLS` set (recovery tests).
 //! - `../skills/`: the skills (SEP-2640) the suite reads, one folder each.
 
 mod chains;
@@ -18,6 +19,7 @@ mod fixtures;
 mod pages;
 mod signin;
 mod tasks;
+mod trap;
 
 use durable_mcp::{Bindings, Registry, SkillError};
 
@@ -33,6 +35,9 @@ pub fn registry(env: &Bindings) -> Result<Registry, SkillError> {
     chains::register(&mut r);
     signin::register(&mut r);
     pages::register(&mut r);
+    if env.var("TRAP_TOOLS").is_some() {
+        trap::register(&mut r);
+    }
     // skills/: the SEP-2640 fixtures (frontmatter, nested folders, a
     // prefix, a binary file), so none of the suite's checks is skipped.
     r.skills(durable_mcp::include_skills!("$CARGO_MANIFEST_DIR/skills")?);

@@ -1,0 +1,3 @@
+// recovery.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './recovery.test.mjs';
