@@ -67,7 +67,7 @@ function create(flags) {
   const r = cli(['new', 'demo', '--dir', dir, '--path', ROOT, ...flags]);
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /^Created demo in /);
-  for (const f of ['Cargo.toml', 'src/lib.rs', 'tests/deploy_check.rs', 'entry.mjs', 'wrangler.toml', '.dev.vars', '.gitignore', 'package.json', 'README.md']) {
+  for (const f of ['Cargo.toml', 'src/lib.rs', 'tests/deploy_check.rs', 'wrangler.toml', '.dev.vars', '.gitignore', 'package.json', 'README.md']) {
     assert.ok(existsSync(join(dir, f)), `${f} written`);
   }
   const read = (f) => readFileSync(join(dir, f), 'utf8');

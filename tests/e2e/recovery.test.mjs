@@ -1,16 +1,14 @@
 // A trap in the wasm (a panic: `unreachable`) ends the request it happened
 // in, and nothing else: the Worker serves the next request, a Durable
 // Object the next call, and a call paused before the trap still
-// completes. What the Worker's entry (wrangler.toml's `main`) must keep
-// of worker-build's shim while it drops the shim's per-request Proxy
-// objects. The tools that trap exist only with TRAP_TOOLS set.
+// completes (worker-build's shim resets the instance and makes an object
+// again after a trap). The tools that trap exist only with TRAP_TOOLS set.
 //
-// Not held here: that the request which trapped inside an object gets its
-// 500 at once. The entry fails the requests a dead instance was serving
-// when the trap reaches it, but a trap in an object's awaited round can
-// still leave that one request waiting until the runtime cancels it (as
-// worker-build's own shim leaves every such request), so it is given a
-// few seconds and then let go.
+// Not held here, because it does not hold: that the request which trapped
+// inside an object gets an answer. A trap in an object's awaited round (a
+// microtask) reaches no caller, and worker-build's shim leaves that
+// request waiting until the runtime cancels it; it is given a few seconds
+// and then let go.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { callTool } from './webhook.mjs';

@@ -290,10 +290,6 @@ pub(crate) fn render_files(spec: &Spec, state_key: &str) -> Vec<(&'static str, S
             ),
         ),
         (
-            "entry.mjs",
-            include_str!("templates/entry.mjs.tmpl").to_string(),
-        ),
-        (
             "wrangler.toml",
             render(
                 include_str!("templates/wrangler.toml.tmpl"),
@@ -715,32 +711,6 @@ mod tests {
         }
     }
 
-    /// One entry for every worker of the repository: what a new crate gets
-    /// is what the quickstart and the fixtures worker (which the e2e tests
-    /// and the benchmark serve) run.
-    #[test]
-    fn the_entry_written_is_the_quickstarts_and_the_fixtures_workers() {
-        let files = render_files(&every_variant()[0], "k");
-        let entry = file(&files, "entry.mjs");
-        assert!(entry
-            .contains("import Shimmed, { McpObject as ShimmedObject } from './build/index.js';"));
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        for copy in [
-            "examples/quickstart/entry.mjs",
-            "tests/fixtures-worker/entry.mjs",
-        ] {
-            let text = std::fs::read_to_string(root.join(copy)).expect("the copy is there");
-            assert_eq!(
-                text, entry,
-                "{copy} differs from the template: copy it over"
-            );
-        }
-        for w in ["examples/quickstart/wrangler.toml", "wrangler.toml"] {
-            let text = std::fs::read_to_string(root.join(w)).expect("the config is there");
-            assert!(text.contains("entry.mjs\"\n"), "{w} serves its entry.mjs");
-        }
-    }
-
     #[test]
     fn wrangler_toml_binds_the_object_and_comments_oauth() {
         for s in every_variant() {
@@ -748,7 +718,7 @@ mod tests {
             let w = file(&files, "wrangler.toml");
             for line in [
                 "name = \"demo\"",
-                "main = \"entry.mjs\"",
+                "main = \"build/worker/shim.mjs\"",
                 "compatibility_date = \"2026-04-20\"",
                 "command = \"worker-build --release\"",
                 "[[durable_objects.bindings]]",
