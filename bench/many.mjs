@@ -97,8 +97,9 @@ async function tasks(c, base, disk) {
   while (settled.size < ids.length && Date.now() < deadline) {
     const open = ids.filter((id) => !settled.has(id));
     await pool(open, 64, async (id) => {
-      const r = await c.send(base, taskReq('tasks/get', id));
-      const t = r.json?.result;
+      // A reset connection is polled again on the next sweep.
+      const r = await c.send(base, taskReq('tasks/get', id)).catch(() => null);
+      const t = r?.json?.result;
       if (t && ['completed', 'failed', 'cancelled'].includes(t.status)) settled.set(id, t);
     });
     if (settled.size < ids.length) await sleep(500);
