@@ -366,3 +366,16 @@ fn a_tool_reads_the_claims_it_was_given() {
         r.json
     );
 }
+
+/// Signed in with OAuth, a list is the caller's to cache, as with
+/// `API_TOKENS` (it said `public` while only static tokens were read).
+#[test]
+fn with_oauth_lists_are_cached_by_the_caller_only() {
+    let mut h = server();
+    let bearer = format!("Bearer {}", token(&h, "ada", "mcp:read"));
+    let r = h.request("tools/list", json!({}), |headers| {
+        set(headers, "authorization", Some(&bearer))
+    });
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(r.json["result"]["cacheScope"], "private", "{}", r.json);
+}
