@@ -3,7 +3,7 @@
 //! (`scopes_supported`), the admission of a request and a call's
 //! [`require_scopes`](crate::engine::Cx::require_scopes).
 
-use super::{require, Caller, SignIn};
+use super::{require, resource_uri, Caller, SignIn};
 use crate::error::McpError;
 
 /// The scopes this server asks for.
@@ -53,11 +53,13 @@ impl ScopePolicy {
 
     /// A request is admitted: its verified caller holds the server-wide
     /// scopes (a caller without an OAuth token is not limited by scopes).
-    pub fn admit(&self, caller: &Caller, resource: &str) -> Result<(), McpError> {
+    /// `host`: the request's, for the challenge's resource URI (formatted
+    /// only when there are scopes to ask for).
+    pub fn admit(&self, caller: &Caller, host: Option<&str>) -> Result<(), McpError> {
         if self.every.is_empty() {
             return Ok(());
         }
-        require(caller, resource, &self.every)
+        require(caller, &resource_uri(host), &self.every)
     }
 }
 
@@ -86,7 +88,17 @@ mod tests {
         // scopes are still listed.
         let open = ScopePolicy::new(&SignIn::Open, [read.as_slice()]);
         assert!(open.every_request().is_empty());
-        assert!(open.admit(&Caller::default(), "").is_ok());
+        assert!(open.admit(&Caller::default(), None).is_ok());
+        // With server-wide scopes, a token without them is refused.
+        let token = |scopes: &[&str]| Caller {
+            issuer: "https://id.example".into(),
+            scopes: scopes.iter().map(|s| s.to_string()).collect(),
+            ..Caller::default()
+        };
+        assert!(policy
+            .admit(&token(&["files:read"]), Some("h.example"))
+            .is_err());
+        assert!(policy.admit(&token(&["mcp"]), Some("h.example")).is_ok());
         assert_eq!(open.supported(), ["files:read"]);
     }
 }

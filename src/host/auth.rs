@@ -198,12 +198,8 @@ fn admit(
     {
         return Authenticated::Yes(None);
     }
-    let scopes = server.scopes();
-    if !scopes.every_request().is_empty() {
-        let resource = auth::resource_uri(req.header("host"));
-        if let Err(e) = scopes.admit(&caller, &resource) {
-            return Authenticated::No(Reply::new(refusal(server, req, &e)));
-        }
+    if let Err(e) = server.scopes().admit(&caller, req.header("host")) {
+        return Authenticated::No(Reply::new(refusal(server, req, &e)));
     }
     Authenticated::Yes(Some(Signed { caller, header }))
 }

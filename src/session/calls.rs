@@ -79,7 +79,7 @@ pub(super) async fn start(
         ));
     }
     // The target just found runs the first round: looked up once.
-    let mut rounds = Rounds::new(server, &call, Some(Ok(found)));
+    let rounds = Rounds::new(server, &call, Some(found));
     messages.extend(rounds.advance(store, env, meta, turn, &mut call).await);
 
     // A call that finished at once with nothing else to say is a plain JSON
@@ -315,10 +315,10 @@ impl<'a> Rounds<'a> {
     pub(super) fn new(
         server: &'a Server,
         call: &SessionCall,
-        found: Option<Result<(Target<'a>, Value), McpError>>,
+        found: Option<(Target<'a>, Value)>,
     ) -> Self {
         let method = Method::parse(&call.method);
-        let target = found.unwrap_or_else(|| {
+        let target = found.map(Ok).unwrap_or_else(|| {
             let empty = serde_json::Map::new();
             let params = call.params.as_object().unwrap_or(&empty);
             method.map_or_else(
@@ -337,7 +337,7 @@ impl<'a> Rounds<'a> {
     /// updates its journal and state. Checkpoints pause the call until the client
     /// comes back (polling mode); with streams held open they pass at once.
     pub(super) async fn advance(
-        &mut self,
+        &self,
         store: &dyn SessionStore,
         env: &Env,
         meta: &SessionMeta,
