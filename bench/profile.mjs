@@ -265,7 +265,7 @@ function place(f, file) {
   if (f.functionName === '(garbage collector)') return 'garbage collection';
   if (f.functionName === '(program)') return 'runtime, unattributed ((program): native work on the JS thread)';
   if (f.url.startsWith('wasm://') || /\.wasm$/.test(file)) return 'wasm';
-  if (file === 'shim.js' || file === 'inner.js' || file === 'entry.js') return 'JS glue (the bundle\'s shim.js or entry.js)';
+  if (file === 'shim.js' || file === 'inner.js') return 'JS glue (the bundle\'s shim.js)';
   if (file) return `JS (${file})`;
   return 'runtime built-ins (no source: Response, JSON, Headers, …)';
 }
@@ -285,7 +285,7 @@ function report(profile, load, shim, { inclusive = false } = {}) {
   const total = profile.samples.length;
   const keyOf = (f) => {
     const file = f.url ? f.url.split('/').pop() : '';
-    const name = f.functionName || (file === 'shim.js' || file === 'entry.js' ? shimName(lines, f) : '(anonymous)');
+    const name = f.functionName || (file === 'shim.js' ? shimName(lines, f) : '(anonymous)');
     return [`${name} ${file ? `[${file}]` : ''}`, file];
   };
   const self = new Map();

@@ -535,8 +535,8 @@ async function throughput(workers, issuer) {
     // The same call signed in: one token for every request (a client's,
     // until it expires: its signature verified once, then remembered), and
     // a new token each request (every one verified with WebCrypto).
-    ['durable-mcp: stateless tools/call (add), OAuth JWT', at('fixtures-oauth'), [withBearer(modernReq('add', { a: 1, b: 2 }), issuer.token())], 1],
-    ['durable-mcp: stateless tools/call (add), OAuth, a new JWT each', at('fixtures-oauth'), [{ ...modernReq('add', { a: 1, b: 2 }),
+    [STATELESS('OAuth JWT'), at('fixtures-oauth'), [withBearer(modernReq('add', { a: 1, b: 2 }), issuer.token())], 1],
+    [STATELESS('OAuth, a new JWT each'), at('fixtures-oauth'), [{ ...modernReq('add', { a: 1, b: 2 }),
       setupRequest: (r) => withBearer(r, issuer.token()) }], 1],
     ['durable-mcp: MRTR round trip', at('fixtures'), roundTrip('test_input_required_result_elicitation', {},
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
@@ -574,7 +574,7 @@ async function throughput(workers, issuer) {
   const results = new Map(chosen.map(([n]) => [n, []]));
   // p50/p99 at one fixed offered rate, the same for everyone and below
   // what the slowest sustains, so latencies compare (BENCH_FIXED_RATE).
-  const FIXED = ['durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)',
+  const FIXED = [STATELESS(), 'agents: stateless tools/call (echo)',
     'durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)',
     'durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)',
     // The box's own floor at that rate: the ceiling's p99 shows the stalls
@@ -665,15 +665,15 @@ async function throughput(workers, issuer) {
     for (const f of fixed) console.log(`| ${f.name} | ${f.count} | ${f.p50} | ${f.p99} | ${f.p99s.join(', ')} | ${f.max} | ${f.errors} |`);
   }
   console.log('\nratios:');
-  console.log(`  stateless call vs the JS floor:  ${ratio('durable-mcp: stateless tools/call (add)', FLOOR.call)} (target ≥ 0.8×; quickstart ${ratio('durable-mcp quickstart: stateless tools/call (add)', FLOOR.call)})`);
+  console.log(`  stateless call vs the JS floor:  ${ratio(STATELESS(), FLOOR.call)} (target ≥ 0.8×; quickstart ${ratio('durable-mcp quickstart: stateless tools/call (add)', FLOOR.call)})`);
   console.log(`  MRTR round trip vs the JS floor's: ${ratio('durable-mcp: MRTR round trip', FLOOR.roundTrip)} (target ≥ 0.8×; rounds 1 / 2 alone ${ratio('durable-mcp: MRTR round 1 (input_required)', FLOOR.round1)} / ${ratio('durable-mcp: MRTR round 2 (the retry, completes)', FLOOR.round2)})`);
   console.log(`  the Rust ceiling vs the JS floor: ${ratio('ceiling: parse + the 2026-07-28 header checks', FLOOR.call)} (the same checks; ${ratio('ceiling: round trip (a fixed state, then the retry carrying it)', FLOOR.roundTrip)} as a round trip)`);
-  console.log(`  stateless call vs ceiling:      ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
+  console.log(`  stateless call vs ceiling:      ${ratio(STATELESS(), 'ceiling: parse + fixed result')}`);
   const perRequest = (a, b, n) => (get(a) && get(b) ? `${((n * get(a)) / get(b)).toFixed(2)}×` : 'n/a');
   console.log(`  MRTR round trip vs ceiling:     ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + fixed result', 2)} (per request: 2 × round trips / ceiling requests)`);
   console.log(`  MRTR round trip vs the ceiling's round trip: ${ratio('durable-mcp: MRTR round trip', 'ceiling: round trip (a fixed state, then the retry carrying it)')} (the same client work per request on both)`);
   console.log(`  MRTR round 1 / round 2 vs ceiling: ${ratio('durable-mcp: MRTR round 1 (input_required)', 'ceiling: parse + fixed result')} / ${ratio('durable-mcp: MRTR round 2 (the retry, completes)', 'ceiling: parse + fixed result')}`);
-  console.log(`  stateless call vs the 2026-07-28 floor: ${ratio('durable-mcp: stateless tools/call (add)', 'ceiling: parse + the 2026-07-28 header checks')}`);
+  console.log(`  stateless call vs the 2026-07-28 floor: ${ratio(STATELESS(), 'ceiling: parse + the 2026-07-28 header checks')}`);
   console.log(`  MRTR vs the 2026-07-28 floor:   ${perRequest('durable-mcp: MRTR round trip', 'ceiling: parse + the 2026-07-28 header checks', 2)} (per request)`);
   console.log(`  durable round trip vs DO + alarm: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip + the cleanup alarm')}`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
@@ -684,11 +684,11 @@ async function throughput(workers, issuer) {
     console.log(`  durable round trip, this build vs ${w.name} (BENCH_EXTRA_BUNDLE): ${ratio(DURABLE(), DURABLE(w.name))} (target ≥ 0.95×); MRTR round trip ${ratio(MRTR(), MRTR(w.name))}; stateless ${ratio(STATELESS(), STATELESS(w.name))}`);
   }
   console.log(`  quickstart stateless vs ceiling: ${ratio('durable-mcp quickstart: stateless tools/call (add)', 'ceiling: parse + fixed result')}`);
-  console.log(`  stateless call with an OAuth JWT vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')} (target ≥ 0.9×)`);
-  console.log(`  a new JWT each request (a WebCrypto verify each) vs without: ${ratio('durable-mcp: stateless tools/call (add), OAuth, a new JWT each', 'durable-mcp: stateless tools/call (add)')}`);
+  console.log(`  stateless call with an OAuth JWT vs without: ${ratio(STATELESS('OAuth JWT'), STATELESS())} (target ≥ 0.9×)`);
+  console.log(`  a new JWT each request (a WebCrypto verify each) vs without: ${ratio(STATELESS('OAuth, a new JWT each'), STATELESS())}`);
   const perCall = (a, b) => (get(a) && get(b) ? `${((1e6 / get(a)) - (1e6 / get(b))).toFixed(0)} µs` : 'n/a');
-  console.log(`  what signing in adds per request (wall time at ${CONNECTIONS} connections / rps): cached ${perCall('durable-mcp: stateless tools/call (add), OAuth JWT', 'durable-mcp: stateless tools/call (add)')}, verified ${perCall('durable-mcp: stateless tools/call (add), OAuth, a new JWT each', 'durable-mcp: stateless tools/call (add)')}`);
-  console.log(`  stateless call vs agents echo:  ${ratio('durable-mcp: stateless tools/call (add)', 'agents: stateless tools/call (echo)')}`);
+  console.log(`  what signing in adds per request (wall time at ${CONNECTIONS} connections / rps): cached ${perCall(STATELESS('OAuth JWT'), STATELESS())}, verified ${perCall(STATELESS('OAuth, a new JWT each'), STATELESS())}`);
+  console.log(`  stateless call vs agents echo:  ${ratio(STATELESS(), 'agents: stateless tools/call (echo)')}`);
   console.log(`  MRTR round trip vs agents:      ${ratio('durable-mcp: MRTR round trip', 'agents: MRTR round trip (confirm)')}`);
   console.log(`  session call vs McpAgent:       ${ratio('durable-mcp: 2025-11-25 session tools/call (add)', 'agents: McpAgent 2025-11-25 session tools/call (echo)')}`);
   const p99 = (n) => fixed.find((f) => f.name === n)?.p99;
