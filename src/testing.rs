@@ -32,6 +32,7 @@ use crate::engine::block_on;
 use crate::host::{self, Stores};
 use crate::http::{encode_header_value, AllowList, Body, HttpRequest};
 use crate::protocol::versions::{META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, MODERN};
+use crate::protocol::Method;
 use crate::server::task::MemoryTaskStore;
 use crate::server::{Config, Env, Server};
 use crate::session::MemorySessionStore;
@@ -326,7 +327,7 @@ impl TestServer {
                 }
             }
             for call in o.session.calls().unwrap_or_default() {
-                if call.state.is_final() || call.method != "tools/call" {
+                if call.state.is_final() || call.method != Method::ToolsCall.name() {
                     continue;
                 }
                 out.push(PausedCall::new(
@@ -526,7 +527,7 @@ impl TestServer {
         if let (Some(p), Value::Object(e)) = (params.as_object_mut(), extra) {
             p.extend(e);
         }
-        self.call("tools/call", params)
+        self.call(Method::ToolsCall.name(), params)
     }
 
     /// Any request: an HTTP `method`, extra headers (a loopback Host is
