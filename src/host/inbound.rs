@@ -69,8 +69,9 @@ enum Stage {
     /// An admin job, waiting for the objects it asked.
     #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     Admin(Box<Job>),
-    /// To be served here.
-    Serve(Local),
+    /// To be served here (boxed: the typed request is most of it, and the
+    /// other stages are small).
+    Serve(Box<Local>),
     /// Answered or forwarded.
     Done,
 }
@@ -292,7 +293,7 @@ impl Inbound {
     fn route(&mut self, server: &Server) -> Step {
         match route(server, &self.http, &self.env) {
             Route::Local(local) => {
-                self.stage = Stage::Serve(local);
+                self.stage = Stage::Serve(Box::new(local));
                 Step::Serve
             }
             Route::Object { name, request } => self.forward(name, request, false),
@@ -320,7 +321,7 @@ impl Inbound {
     pub async fn serve(&mut self, server: &Server) -> Reply {
         match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Serve(local) => {
-                serve_local(server, &self.http, &self.env, local, self.caller.take()).await
+                serve_local(server, &self.http, &self.env, *local, self.caller.take()).await
             }
             _ => Reply::new(HttpResponse::empty(500)),
         }

@@ -15,15 +15,16 @@
 //! Everything else is served by the stateless Worker. The body is parsed
 //! once, here, and handed on with [`Route::Local`].
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::auth::Caller;
 use crate::effects::Reply;
 use crate::http::HttpRequest;
+use crate::protocol::params::State;
 use crate::protocol::versions::{
-    is_session_id, META_CLIENT_CAPABILITIES, META_PROTOCOL_VERSION, SESSION_HEADER, TASKS_EXTENSION,
+    is_session_id, META_CLIENT_CAPABILITIES, SESSION_HEADER, TASKS_EXTENSION,
 };
-use crate::protocol::{parse_message, Message, Method, Request};
+use crate::protocol::{parse_message, ClientRequest, Message, Method, Request};
 use crate::server::Parsed;
 use crate::server::{new_call_id, Env, Place, Server};
 use crate::token;
@@ -176,8 +177,8 @@ pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
     // The tool a `tools/call` names: looked up here, once, and carried on.
     let tool = request
         .filter(|r| r.kind == Some(Method::ToolsCall))
-        .and_then(|r| r.params.get("name")?.as_str())
-        .and_then(|name| server.registry.tool_index(name));
+        .and_then(|r| r.params.as_call().ok())
+        .and_then(|p| server.registry.tool_index(&p.name));
     match object_for(server, req, env, request, tool) {
         Some((name, internal)) => Route::Object {
             name,
@@ -246,10 +247,7 @@ fn object_for(
         ));
     }
     // A session-era `initialize` (no 2026 `_meta`) starts a session.
-    let params = &msg.params;
-    let modern = params
-        .get("_meta")
-        .is_some_and(|m| m.get(META_PROTOCOL_VERSION).is_some());
+    let modern = crate::server::has_modern_meta(msg);
     if method == Method::Initialize && !modern {
         let session_id = new_call_id(env);
         return Some((
@@ -261,17 +259,18 @@ fn object_for(
         ));
     }
     let tool = tool.and_then(|i| server.registry.tools.get(i));
-    if let Some(task) = task_object(method, params, tool, env) {
+    if let Some(task) = task_object(method, msg, tool, env) {
         return Some(task);
     }
-    let str_param = |key: &str| params.get(key).and_then(Value::as_str);
     let durable = |name: &str| server.registry.find_tool(name).is_some_and(|t| t.durable);
-    let state = match method {
-        Method::ToolsCall if tool?.durable => str_param("requestState")
-            .or_else(|| msg.raw.get("requestState").and_then(Value::as_str)),
-        Method::ToolsCallSaga if durable(str_param("name")?) => None,
-        Method::ToolsResumeSaga => {
-            let token = str_param("sagaToken").unwrap_or_default();
+    let state = match (method, &msg.params) {
+        (Method::ToolsCall, ClientRequest::Call(p)) if tool?.durable => match &p.request_state {
+            Some(State::Token(s)) => Some(s.as_str()),
+            _ => msg.raw.get("requestState").and_then(Value::as_str),
+        },
+        (Method::ToolsCallSaga, ClientRequest::Call(p)) if durable(&p.name) => None,
+        (Method::ToolsResumeSaga, ClientRequest::ResumeSaga(p)) => {
+            let token = p.saga_token.as_str();
             let claims = token::open_unbound(&server.config.keys, token, env.now_ms).ok()?;
             if !durable(&claims.target) {
                 return None;
@@ -355,18 +354,18 @@ pub(crate) fn call_object_name(id: &str) -> String {
 /// declared the tasks extension.
 fn task_object(
     method: Method,
-    params: &Map<String, Value>,
+    msg: &Request,
     tool: Option<&crate::app::Tool>,
     env: &Env,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
-    let id = match method {
-        m if m.is_task() => {
-            let id = params.get("taskId")?.as_str()?;
+    let id = match (method, &msg.params) {
+        (m, ClientRequest::Task(p)) if m.is_task() => {
+            let id = p.task_id.as_str();
             crate::server::task::is_task_id(id).then(|| id.to_string())?
         }
-        Method::ToolsCall => {
+        (Method::ToolsCall, _) => {
             let tool = tool?;
-            let declared = params.get("_meta").is_some_and(|m| {
+            let declared = msg.meta.as_ref().is_some_and(|m| {
                 m[META_CLIENT_CAPABILITIES]["extensions"]
                     .get(TASKS_EXTENSION)
                     .is_some_and(|v| !v.is_null())

@@ -25,12 +25,36 @@ pub struct Request {
     /// The method, read once as the message is parsed; `None` for a
     /// method this server does not know.
     pub kind: Option<super::Method>,
-    /// The params object (empty when absent).
-    pub params: Map<String, Value>,
+    /// `params._meta` as sent, moved out of the params (`None`: absent).
+    pub meta: Option<Value>,
+    /// The params, typed by the method (read once, here).
+    pub params: super::ClientRequest,
     /// The message's other top-level members (`params` moved out), for
     /// wires that read top-level extras (the streamless sketch's
     /// `dependent_responses`).
     pub raw: Map<String, Value>,
+}
+
+impl Request {
+    /// The params of a call (`tools/call`, `prompts/get`,
+    /// `resources/read`) as a JSON object again, `_meta` back in: what a
+    /// session keeps of the call it runs.
+    pub fn call_params(&self) -> Value {
+        let mut out = match &self.params {
+            super::ClientRequest::Call(p) => match serde_json::to_value(p) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            },
+            super::ClientRequest::Read(p) => {
+                Map::from_iter([("uri".to_string(), Value::String(p.uri.clone()))])
+            }
+            _ => Map::new(),
+        };
+        if let Some(meta) = &self.meta {
+            out.insert("_meta".into(), meta.clone());
+        }
+        Value::Object(out)
+    }
 }
 
 /// A JSON-RPC notification.
@@ -102,13 +126,18 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
         Some(_) => return bad("params must be an object"),
     };
     match (obj.get("method"), obj.get("id")) {
-        (Some(Value::String(method)), Some(id)) => Ok(Message::Request(Request {
-            id: id.clone(),
-            kind: super::Method::parse(method),
-            method: method.clone(),
-            params,
-            raw: obj,
-        })),
+        (Some(Value::String(method)), Some(id)) => {
+            let kind = super::Method::parse(method);
+            let mut params = params;
+            Ok(Message::Request(Request {
+                id: id.clone(),
+                kind,
+                method: method.clone(),
+                meta: params.remove("_meta"),
+                params: super::ClientRequest::read(kind, params),
+                raw: obj,
+            }))
+        }
         (Some(Value::String(method)), None) => Ok(Message::Notification(Notification {
             method: method.clone(),
             params,

@@ -5,10 +5,12 @@
 //! - `versions.rs`: protocol versions and the `_meta` keys of 2026-07-28.
 //! - `kinds.rs`: log levels and list kinds.
 //! - `method.rs`: every method a client sends, named once.
+//! - `params.rs`: each method's params, typed.
 
 pub mod jsonrpc;
 mod kinds;
 pub mod method;
+pub mod params;
 pub mod versions;
 
 pub use jsonrpc::{
@@ -17,6 +19,7 @@ pub use jsonrpc::{
 };
 pub use kinds::{ListKind, LogLevel};
 pub use method::Method;
+pub use params::ClientRequest;
 
 use serde_json::Value;
 

@@ -20,6 +20,7 @@ use crate::engine::{
     digest_json, ClientCaps, InputRequest, Invocation, Journal, RoundEnd, Run, TaskMode,
 };
 use crate::error::{ErrorKind, McpError};
+use crate::protocol::params::State;
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
 
@@ -42,21 +43,20 @@ pub(crate) fn result_or_error(v: &Value) -> Option<Result<Value, Value>> {
 
 /// Reads a sealed state field: absent or `null` is none, a string is the
 /// token, anything else is malformed state.
-pub(crate) fn state_param(v: Option<&Value>) -> Result<Option<&str>, McpError> {
+pub(crate) fn state_param(v: Option<&State>) -> Result<Option<&str>, McpError> {
     match v {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.as_str())),
-        Some(_) => Err(refused("malformed")),
+        None => Ok(None),
+        Some(State::Token(s)) => Ok(Some(s.as_str())),
+        Some(State::Malformed) => Err(refused("malformed")),
     }
 }
 
 /// A retry's `inputResponses`, as answers. One that is not an object carries
 /// no usable answer: the round asks again rather than failing.
-pub(crate) fn input_responses(v: Option<&Value>) -> Answers {
-    match v {
-        Some(Value::Object(r)) => r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect(),
-        _ => Vec::new(),
-    }
+pub(crate) fn input_responses(v: Option<&Map<String, Value>>) -> Answers {
+    v.map_or_else(Vec::new, |r| {
+        r.iter().map(|(k, v)| (k.clone(), Ok(v.clone()))).collect()
+    })
 }
 
 /// The durable side of a request served inside a call's Durable Object.

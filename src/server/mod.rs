@@ -45,7 +45,7 @@ pub use config::{Config, RoundLogs};
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
 pub(crate) use out_of_band::out_of_band;
-pub(crate) use request::{MethodReply, Parsed, RequestMeta};
+pub(crate) use request::{has_modern_meta, MethodReply, Parsed, RequestMeta};
 pub(crate) use round::{Kept, Site, Step};
 pub(crate) use skills::declare as declare_skills;
 pub(crate) use target::{run_target, Target};

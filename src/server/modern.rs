@@ -40,7 +40,7 @@ pub(super) async fn handle(
     // it read the body, else here.
     let tool = match request.kind {
         Some(Method::ToolsCall) => tool.or_else(|| {
-            let name = request.params.get("name").and_then(Value::as_str)?;
+            let name = request.params.as_call().ok()?.name.as_str();
             server.registry.tool_index(name)
         }),
         _ => None,
@@ -85,7 +85,7 @@ fn check_content_headers(req: &HttpRequest) -> Result<(), Rejection> {
 
 /// Checks `_meta` and the mirrored headers of one request.
 pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMeta, McpError> {
-    let meta = match request.params.get("_meta") {
+    let meta = match &request.meta {
         Some(Value::Object(m)) => m,
         Some(_) => {
             return Err(McpError::invalid_params(
@@ -133,9 +133,8 @@ pub(crate) fn validate(req: &HttpRequest, request: &Request) -> Result<RequestMe
         .with_data(json!({"supported": MODERN_VERSIONS, "requested": version})));
     }
     check_mirrored(req, "mcp-method", "Mcp-Method", Some(&request.method))?;
-    if let Some(field) = request.kind.and_then(Method::mirrored) {
-        let body_value = request.params.get(field).and_then(Value::as_str);
-        check_mirrored(req, "mcp-name", "Mcp-Name", body_value)?;
+    if request.kind.and_then(Method::mirrored).is_some() {
+        check_mirrored(req, "mcp-name", "Mcp-Name", request.params.mirrored())?;
     }
 
     let log_level = meta
@@ -171,7 +170,11 @@ fn check_param_headers(
     else {
         return Ok(());
     };
-    let args = request.params.get("arguments");
+    let args = request
+        .params
+        .as_call()
+        .ok()
+        .and_then(|p| p.arguments.as_ref());
     for (param, schema) in props {
         let Some(header) = schema.get("x-mcp-header").and_then(Value::as_str) else {
             continue;

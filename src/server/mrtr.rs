@@ -22,9 +22,9 @@ pub(crate) async fn call(
     meta: &RequestMeta,
     ctx: &Ctx<'_>,
 ) -> Result<MethodReply, McpError> {
-    let p = &request.params;
-    let state = state_param(p.get("requestState"))?;
-    let answers = input_responses(p.get("inputResponses"));
+    let (state, answers) = request.params.retry();
+    let state = state_param(state)?;
+    let answers = input_responses(answers);
     let round = run_round(
         server,
         RoundInput {
@@ -39,7 +39,7 @@ pub(crate) async fn call(
             args_in_token: false,
             task_mode: TaskMode::Off,
             wire: "mrtr",
-            traceparent: super::round::traceparent(&request.params),
+            traceparent: super::round::traceparent(request.meta.as_ref()),
         },
         ctx,
     )

@@ -2,10 +2,9 @@
 //! a method's reply, and small parameter readers. A leaf: the wire modules
 //! and the methods both use it, and it uses neither.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::effects::{Effect, Listen};
-use crate::error::McpError;
 use crate::protocol::versions::META_PROTOCOL_VERSION;
 use crate::protocol::Request;
 
@@ -52,23 +51,7 @@ impl MethodReply {
 
 /// Whether a request carries the 2026 `_meta` protocol version.
 pub(crate) fn has_modern_meta(request: &Request) -> bool {
-    request
-        .params
-        .get("_meta")
+    (request.meta.as_ref())
         .and_then(|m| m.get(META_PROTOCOL_VERSION))
         .is_some()
-}
-
-/// Reads `params[key]` as an object (absent: empty).
-pub(crate) fn object_param(
-    params: &Map<String, Value>,
-    key: &str,
-) -> Result<Map<String, Value>, McpError> {
-    match params.get(key) {
-        None | Some(Value::Null) => Ok(Map::new()),
-        Some(Value::Object(m)) => Ok(m.clone()),
-        Some(_) => Err(McpError::invalid_params(format!(
-            "Invalid params: {key} must be an object"
-        ))),
-    }
 }

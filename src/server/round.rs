@@ -306,10 +306,6 @@ pub(crate) fn end_of(step: &Step) -> (crate::engine::RoundEnd, Option<String>) {
 }
 
 /// The client's W3C `traceparent` in a request's `_meta`, if any.
-pub(crate) fn traceparent(params: &Map<String, Value>) -> Option<String> {
-    params
-        .get("_meta")?
-        .get("traceparent")?
-        .as_str()
-        .map(str::to_string)
+pub(crate) fn traceparent(meta: Option<&Value>) -> Option<String> {
+    meta?.get("traceparent")?.as_str().map(str::to_string)
 }

@@ -7,15 +7,14 @@
 //! are ignored. A step with `error` reaches the tool as
 //! [`ToolError::Client`](crate::engine::ToolError::Client).
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::call::{result_or_error, run_round, Answers, RoundInput, RoundOutcome};
-use super::request::object_param;
 use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, InputRequest, TaskMode};
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::{object, Method, Request};
+use crate::protocol::{object, ClientRequest, Method, Request};
 use crate::token;
 
 /// The method saga state is bound to, for both saga methods.
@@ -28,26 +27,25 @@ pub(crate) async fn handle(
     caps: ClientCaps,
     ctx: &Ctx<'_>,
 ) -> Result<Value, McpError> {
-    let p = &request.params;
     let (tool, args, state, answers) = if request.kind == Some(SAGA) {
-        let name = p
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| McpError::invalid_params("Invalid params: name must be a string"))?;
+        let p = request.params.as_call()?;
+        let name = p.name.as_str();
         let tool = server
             .registry
             .find_tool(name)
             .ok_or_else(|| McpError::invalid_params(format!("Unknown tool: {name}")))?;
         (
             tool,
-            Value::Object(object_param(p, "arguments")?),
+            Value::Object(p.arguments.clone().unwrap_or_default()),
             None,
             Vec::new(),
         )
     } else {
-        let saga_token = p.get("sagaToken").and_then(Value::as_str).ok_or_else(|| {
-            McpError::invalid_params("Invalid params: sagaToken must be a string")
-        })?;
+        let p = match &request.params {
+            ClientRequest::ResumeSaga(p) => p,
+            other => return Err(other.unusable()),
+        };
+        let saga_token = p.saga_token.as_str();
         // The resume names only the token: read tool and arguments from it
         // (MAC-verified), then run_round checks the binding again.
         let claims = token::open_unbound(&server.config.keys, saga_token, ctx.env.now_ms)?;
@@ -64,7 +62,12 @@ pub(crate) async fn handle(
             .find_tool(&claims.target)
             .ok_or_else(|| crate::engine::tool_gone(&claims.target))?;
         let args = claims.arguments.clone().ok_or_else(malformed)?;
-        (tool, args, Some(saga_token), completed_steps(p)?)
+        (
+            tool,
+            args,
+            Some(saga_token),
+            completed_steps(p.completed_steps.as_ref())?,
+        )
     };
     let round = run_round(
         server,
@@ -80,7 +83,7 @@ pub(crate) async fn handle(
             args_in_token: true,
             task_mode: TaskMode::Off,
             wire: "saga",
-            traceparent: super::round::traceparent(&request.params),
+            traceparent: super::round::traceparent(request.meta.as_ref()),
         },
         ctx,
     )
@@ -105,13 +108,13 @@ pub(crate) async fn handle(
 }
 
 /// `completedSteps: [{stepId, result | error}]` as answers.
-fn completed_steps(p: &Map<String, Value>) -> Result<Answers, McpError> {
+fn completed_steps(steps: Option<&Value>) -> Result<Answers, McpError> {
     let bad = || {
         McpError::invalid_params(
             "Invalid params: completedSteps must be an array of {stepId, result | error}",
         )
     };
-    let steps = match p.get("completedSteps") {
+    let steps = match steps {
         None | Some(Value::Null) => return Ok(Vec::new()),
         Some(Value::Array(a)) => a,
         Some(_) => return Err(bad()),

@@ -6,13 +6,13 @@
 //! Every answer comes from the registry alone, the same on both wires; a
 //! registry without skills declares nothing and knows none of the methods.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::app::skills::paths::{DIRECTORY_MIME_TYPE, SCHEME};
 use crate::app::skills::SKILLS_EXTENSION;
 use crate::app::{Registry, Resource};
 use crate::error::McpError;
-use crate::protocol::Method;
+use crate::protocol::{ClientRequest, Method};
 
 /// Adds the extension to `capabilities` when skills are served. Every
 /// directory of a skill is served as one, so `directoryRead` is promised.
@@ -32,7 +32,7 @@ pub(crate) fn declare(registry: &Registry, capabilities: &mut Value) {
 pub(crate) fn method(
     registry: &Registry,
     method: Method,
-    params: &Map<String, Value>,
+    params: &ClientRequest,
 ) -> Option<Result<Value, McpError>> {
     if registry.skills.is_empty() {
         return None;
@@ -50,8 +50,8 @@ pub(crate) fn method(
 }
 
 /// `skills/get`: the entry of the skill whose `SKILL.md` is `uri`.
-fn get(registry: &Registry, params: &Map<String, Value>) -> Result<Value, McpError> {
-    let uri = uri_param(params)?;
+fn get(registry: &Registry, params: &ClientRequest) -> Result<Value, McpError> {
+    let uri = params.uri()?;
     // -32602 as the spec says, sent with HTTP 400 like any invalid params:
     // clients take a 404 for a missing endpoint, not for this answer.
     let skill = registry.skills.iter().find(|s| s.uri() == uri);
@@ -65,8 +65,8 @@ fn get(registry: &Registry, params: &Map<String, Value>) -> Result<Value, McpErr
 /// `resources/directory/read`: the direct children of a directory of the
 /// skill namespace — a skill's root, a folder in it, or a prefix above
 /// skills — files with their listing, folders as `inode/directory`.
-fn read_directory(registry: &Registry, params: &Map<String, Value>) -> Result<Value, McpError> {
-    let uri = uri_param(params)?;
+fn read_directory(registry: &Registry, params: &ClientRequest) -> Result<Value, McpError> {
+    let uri = params.uri()?;
     let not_a_directory = || {
         McpError::invalid_params(format!("{uri} is not a directory resource"))
             .with_data(json!({"uri": uri}))
@@ -102,13 +102,6 @@ fn read_directory(registry: &Registry, params: &Map<String, Value>) -> Result<Va
         return Err(not_a_directory());
     }
     Ok(json!({"resultType": "complete", "resources": children}))
-}
-
-fn uri_param(params: &Map<String, Value>) -> Result<&str, McpError> {
-    params
-        .get("uri")
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::invalid_params("Invalid params: uri must be a string"))
 }
 
 /// The `resources/list` entries of skills: each skill's `SKILL.md` (the

@@ -11,12 +11,12 @@
 use serde_json::{Map, Value};
 
 use super::call::{result_or_error, run_round, state_param, Answers, RoundInput, RoundOutcome};
-use super::request::object_param;
 use super::target::Target;
 use super::{Ctx, Server};
 use crate::engine::{ClientCaps, TaskMode};
 use crate::error::McpError;
 use crate::http::HttpRequest;
+use crate::protocol::params::State;
 use crate::protocol::{object, result_response, Method, Request};
 
 /// Whether this `tools/call` opted into the streamless wire.
@@ -35,15 +35,13 @@ pub(crate) async fn handle(
     caps: ClientCaps,
     ctx: &Ctx<'_>,
 ) -> Result<Value, McpError> {
-    let p = &request.params;
-    let name = p
-        .get("name")
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::invalid_params("Invalid params: name must be a string"))?;
-    let paused = request
-        .raw
-        .get("requestState")
-        .or_else(|| p.get("requestState"));
+    let p = request.params.as_call()?;
+    let name = p.name.as_str();
+    // The sketch's state is top-level; a `params.requestState` counts too.
+    let paused = match request.raw.get("requestState") {
+        Some(v) => State::read(v),
+        None => p.request_state.clone(),
+    };
     let tool = server
         .registry
         .find_tool(name)
@@ -52,19 +50,14 @@ pub(crate) async fn handle(
             Some(_) => crate::engine::tool_gone(name),
             None => McpError::invalid_params(format!("Unknown tool: {name}")),
         })?;
-    let state = state_param(
-        request
-            .raw
-            .get("requestState")
-            .or_else(|| p.get("requestState")),
-    )?;
+    let state = state_param(paused.as_ref())?;
     let answers = dependent_responses(&request.raw)?;
     let round = run_round(
         server,
         RoundInput {
             method: Method::ToolsCall.name(),
             target: Target::Tool(tool),
-            args: Value::Object(object_param(p, "arguments")?),
+            args: Value::Object(p.arguments.clone().unwrap_or_default()),
             state,
             answers,
             caps,
@@ -73,7 +66,7 @@ pub(crate) async fn handle(
             args_in_token: false,
             task_mode: TaskMode::Off,
             wire: "sketch",
-            traceparent: super::round::traceparent(&request.params),
+            traceparent: super::round::traceparent(request.meta.as_ref()),
         },
         ctx,
     )

@@ -11,7 +11,7 @@ use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
-use crate::protocol::{notification, result_response, Method, Request};
+use crate::protocol::{notification, result_response, ClientRequest, Method, Request};
 use crate::server::{call_target, round, Env, Kept, Server, Site, Step, Target};
 
 /// Who a request of the session comes from (already checked to be its
@@ -34,7 +34,7 @@ pub(super) async fn start(
     meta: &SessionMeta,
     r: &Request,
 ) -> Result<Reply, McpError> {
-    let params = Value::Object(r.params.clone());
+    let params = r.call_params();
     // Unknown tools and the like are plain errors, before any stream exists.
     // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
     let method = r
@@ -319,11 +319,11 @@ impl<'a> Rounds<'a> {
     ) -> Self {
         let method = Method::parse(&call.method);
         let target = found.map(Ok).unwrap_or_else(|| {
-            let empty = serde_json::Map::new();
-            let params = call.params.as_object().unwrap_or(&empty);
+            // The call's params as it stored them, typed again.
+            let params = call.params.as_object().cloned().unwrap_or_default();
             method.map_or_else(
                 || Err(McpError::method_not_found(&call.method)),
-                |m| call_target(server, m, params, None),
+                |m| call_target(server, m, &ClientRequest::read(Some(m), params), None),
             )
         });
         Self {
@@ -499,7 +499,7 @@ fn mark(
     principal: &str,
 ) {
     let params = call.params.as_object();
-    let traceparent = params.and_then(round::traceparent);
+    let traceparent = round::traceparent(params.and_then(|p| p.get("_meta")));
     let mut journal = std::mem::take(&mut call.journal);
     let ended = round::Ended {
         call_id: &call.call_id,

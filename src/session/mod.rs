@@ -37,7 +37,7 @@ use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::protocol::method::Era;
 use crate::protocol::versions::{SESSION, SESSION_HEADER, SESSION_OLDER};
-use crate::protocol::{parse_message, Message, Method, Request};
+use crate::protocol::{parse_message, ClientRequest, Message, Method, Request};
 use crate::server::{error_response, result_reply, Env, Server};
 
 /// Handles one request to session `session_id`. `new` is set when the Worker
@@ -169,11 +169,11 @@ fn initialize(
             "Invalid Request: expected initialize",
         ));
     }
-    let requested = r
-        .params
-        .get("protocolVersion")
-        .and_then(Value::as_str)
-        .unwrap_or(SESSION);
+    let (requested, capabilities) = match &r.params {
+        ClientRequest::Initialize(p) => (p.protocol_version.as_deref(), p.capabilities.clone()),
+        _ => (None, None),
+    };
+    let requested = requested.unwrap_or(SESSION);
     let version = if is_session_version(requested) {
         requested
     } else {
@@ -182,11 +182,7 @@ fn initialize(
     store.put_meta(&SessionMeta {
         id: session_id.to_string(),
         protocol_version: version.to_string(),
-        client_capabilities: r
-            .params
-            .get("capabilities")
-            .cloned()
-            .unwrap_or_else(|| json!({})),
+        client_capabilities: capabilities.unwrap_or_else(|| json!({})),
         log_level: None,
         subscriptions: Vec::new(),
         next_stream: 1,
@@ -278,22 +274,16 @@ async fn request(
         )),
         Method::Ping => Ok(ok(json!({}))),
         Method::LoggingSetLevel => {
-            let level = r
-                .params
-                .get("level")
-                .and_then(Value::as_str)
-                .ok_or_else(|| {
-                    McpError::invalid_params("Invalid params: level must be a string")
-                })?;
+            let ClientRequest::SetLevel(p) = &r.params else {
+                return Err(r.params.unusable());
+            };
+            let level = p.level.as_str();
             meta.log_level = Some(level.to_string());
             store.put_meta(meta)?;
             Ok(ok(json!({})))
         }
         Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            let uri =
-                r.params.get("uri").and_then(Value::as_str).ok_or_else(|| {
-                    McpError::invalid_params("Invalid params: uri must be a string")
-                })?;
+            let uri = r.params.uri()?;
             meta.subscriptions.retain(|u| u != uri);
             if method == Method::ResourcesSubscribe {
                 meta.subscriptions.push(uri.to_string());
@@ -302,7 +292,7 @@ async fn request(
             Ok(ok(json!({})))
         }
         m if m.is_call() => calls::start(server, turn, env, store, meta, r).await,
-        Method::RequestsGetStatus => Ok(ok(resume::get_status(store, env, &r.params)?)),
+        Method::RequestsGetStatus => Ok(ok(resume::get_status(store, env, r)?)),
         Method::RequestsResume => resume::resume(server, env, store, r),
         m if m.era() == Era::Modern => Err(McpError::method_not_found(m.name())),
         m => match crate::server::stateless_method(server, m, &r.params) {

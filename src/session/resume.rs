@@ -8,14 +8,15 @@
 //! not confirmed, then the rest. A call nobody asks about for `maxWait` is
 //! cancelled and its journal freed; an idle session is deleted.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::events::{event_id, logged, stream_reply};
 use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::Request;
+use crate::protocol::params::ResumableParams;
+use crate::protocol::{ClientRequest, Request};
 use crate::server::{Env, Server};
 
 fn find(
@@ -47,16 +48,12 @@ fn find(
 pub(super) fn get_status(
     store: &dyn SessionStore,
     env: &Env,
-    params: &Map<String, Value>,
+    r: &Request,
 ) -> Result<Value, McpError> {
-    let request_id = params
-        .get("requestId")
+    let p = resumable(r)?;
+    let request_id = (p.request_id.as_ref())
         .ok_or_else(|| McpError::invalid_params("Invalid params: requestId is required"))?;
-    let mut call = find(
-        store,
-        request_id,
-        params.get("resumeToken").and_then(Value::as_str),
-    )?;
+    let mut call = find(store, request_id, p.resume_token.as_deref())?;
     if !call.state.is_final() {
         call.last_contact_ms = env.now_ms;
         store.put_call(&call)?;
@@ -76,6 +73,14 @@ pub(super) fn get_status(
     }))
 }
 
+/// The params of `requests/getStatus` and `requests/resume`.
+fn resumable(r: &Request) -> Result<&ResumableParams, McpError> {
+    match &r.params {
+        ClientRequest::Resumable(p) => Ok(p),
+        other => Err(other.unusable()),
+    }
+}
+
 /// `requests/resume {resumeToken}`, sent with the original request's id.
 pub(super) fn resume(
     server: &Server,
@@ -83,11 +88,7 @@ pub(super) fn resume(
     store: &dyn SessionStore,
     r: &Request,
 ) -> Result<Reply, McpError> {
-    let mut call = find(
-        store,
-        &r.id,
-        r.params.get("resumeToken").and_then(Value::as_str),
-    )?;
+    let mut call = find(store, &r.id, resumable(r)?.resume_token.as_deref())?;
     if call.state == CallState::Cancelled {
         return Err(McpError::invalid_params(
             "Invalid params: the request was cancelled (its resume policy's maxWait passed)",

@@ -1,31 +1,36 @@
 //! `completion/complete`.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::string_param;
 use crate::error::McpError;
-use crate::server::request::object_param;
+use crate::protocol::ClientRequest;
 use crate::server::Server;
 
 /// `completion/complete` for prompt arguments and template variables.
-pub(super) fn complete(server: &Server, p: &Map<String, Value>) -> Result<Value, McpError> {
-    let reference = object_param(p, "ref")?;
-    let argument = object_param(p, "argument")?;
-    let arg_name = string_param(&argument, "name")?;
-    let value = argument.get("value").and_then(Value::as_str).unwrap_or("");
-    let context = object_param(p, "context")?;
-    let context_args = object_param(&context, "arguments")?;
-    let completer = match reference.get("type").and_then(Value::as_str) {
-        Some("ref/prompt") => {
-            let name = string_param(&reference, "name")?;
+pub(super) fn complete(server: &Server, p: &ClientRequest) -> Result<Value, McpError> {
+    let p = match p {
+        ClientRequest::Complete(p) => p,
+        other => return Err(other.unusable()),
+    };
+    let arg_name = p.argument.name.as_str();
+    let value = p.argument.value.as_deref().unwrap_or("");
+    let context_args = (p.context.as_ref())
+        .and_then(|c| c.arguments.clone())
+        .unwrap_or_default();
+    let reference = &p.reference;
+    let missing =
+        |key: &str| McpError::invalid_params(format!("Invalid params: ref.{key} must be a string"));
+    let completer = match reference.kind.as_str() {
+        "ref/prompt" => {
+            let name = reference.name.as_deref().ok_or_else(|| missing("name"))?;
             let prompt = server
                 .registry
                 .find_prompt(name)
                 .ok_or_else(|| McpError::invalid_params(format!("Unknown prompt: {name}")))?;
             prompt.completer.clone()
         }
-        Some("ref/resource") => {
-            let uri = string_param(&reference, "uri")?;
+        "ref/resource" => {
+            let uri = reference.uri.as_deref().ok_or_else(|| missing("uri"))?;
             server
                 .registry
                 .templates

@@ -7,8 +7,7 @@ use crate::engine::ClientCaps;
 use crate::error::McpError;
 use crate::protocol::notification;
 use crate::protocol::versions::META_SUBSCRIPTION_ID;
-use crate::protocol::Request;
-use crate::server::request::object_param;
+use crate::protocol::{ClientRequest, Request};
 use crate::server::{Ctx, MethodReply, RequestMeta};
 
 /// The notifications a listen stream can ask for.
@@ -26,7 +25,10 @@ pub(super) fn listen(
     meta: &RequestMeta,
     ctx: &Ctx<'_>,
 ) -> Result<MethodReply, McpError> {
-    let wanted = object_param(&request.params, "notifications")?;
+    let wanted = match &request.params {
+        ClientRequest::Listen(p) => p.notifications.clone().unwrap_or_default(),
+        other => return Err(other.unusable()),
+    };
     // Task ids are bearer capabilities: a stream hears about the tasks it
     // names, and only those its principal owns (checked per change).
     let task_ids: Vec<String> = match wanted.get("taskIds") {

@@ -15,7 +15,7 @@ mod listen;
 mod lists;
 mod target;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::request::{MethodReply, RequestMeta};
 use super::target::Target;
@@ -23,7 +23,7 @@ use super::{mrtr, saga, Ctx, Server};
 use crate::engine::ClientCaps;
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::method::{Era, Method};
-use crate::protocol::Request;
+use crate::protocol::{ClientRequest, Request};
 
 pub(crate) use discover::capabilities;
 pub(crate) use target::call_target;
@@ -82,7 +82,7 @@ pub(super) async fn dispatch(
 pub(crate) fn stateless_method(
     server: &Server,
     method: Method,
-    p: &Map<String, Value>,
+    p: &ClientRequest,
 ) -> Option<Result<Value, McpError>> {
     let registry = &server.registry;
     if let Some(result) = super::skills::method(registry, method, p) {
@@ -113,10 +113,4 @@ pub(crate) fn stateless_method(
         Method::CompletionComplete => return Some(complete::complete(server, p)),
         _ => return None,
     }))
-}
-
-pub(super) fn string_param<'a>(p: &'a Map<String, Value>, key: &str) -> Result<&'a str, McpError> {
-    p.get(key)
-        .and_then(Value::as_str)
-        .ok_or_else(|| McpError::invalid_params(format!("Invalid params: {key} must be a string")))
 }

@@ -1,12 +1,10 @@
 //! What a `tools/call`, `prompts/get` or `resources/read` runs: the tool,
 //! prompt, resource or template it names.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
-use super::string_param;
 use crate::error::{ErrorKind, McpError};
-use crate::protocol::Method;
-use crate::server::request::object_param;
+use crate::protocol::{ClientRequest, Method};
 use crate::server::{Server, Target};
 
 /// What a `tools/call`, `prompts/get` or `resources/read` runs, and with
@@ -15,18 +13,21 @@ use crate::server::{Server, Target};
 pub(crate) fn call_target<'a>(
     server: &'a Server,
     method: Method,
-    p: &Map<String, Value>,
+    params: &ClientRequest,
     found: Option<usize>,
 ) -> Result<(Target<'a>, Value), McpError> {
-    match method {
-        Method::ToolsCall => {
-            let name = string_param(p, "name")?;
+    if let Some(refused) = params.refused() {
+        return Err(refused);
+    }
+    match (method, params) {
+        (Method::ToolsCall, ClientRequest::Call(p)) => {
+            let name = p.name.as_str();
             let tool = match found {
                 Some(i) => server.registry.tools.get(i),
                 None => server.registry.find_tool(name),
             };
             let tool = tool.ok_or_else(|| {
-                if p.contains_key("requestState") {
+                if p.request_state.is_some() {
                     // A paused call of a tool this deploy does not serve:
                     // the call is kept for a rollback.
                     crate::engine::tool_gone(name)
@@ -34,27 +35,26 @@ pub(crate) fn call_target<'a>(
                     McpError::new(ErrorKind::InvalidParams, format!("Unknown tool: {name}"))
                 }
             })?;
-            Ok((
-                Target::Tool(tool),
-                Value::Object(object_param(p, "arguments")?),
-            ))
+            Ok((Target::Tool(tool), arguments(p)))
         }
-        Method::PromptsGet => {
-            let name = string_param(p, "name")?;
+        (Method::PromptsGet, ClientRequest::Call(p)) => {
+            let name = p.name.as_str();
             let prompt = server.registry.find_prompt(name).ok_or_else(|| {
                 McpError::new(ErrorKind::InvalidParams, format!("Unknown prompt: {name}"))
             })?;
-            Ok((
-                Target::Prompt(prompt),
-                Value::Object(object_param(p, "arguments")?),
-            ))
+            Ok((Target::Prompt(prompt), arguments(p)))
         }
-        Method::ResourcesRead => {
-            let uri = string_param(p, "uri")?;
+        (Method::ResourcesRead, ClientRequest::Read(p)) => {
+            let uri = p.uri.as_str();
             Ok((find_resource(server, uri)?, json!({ "uri": uri })))
         }
-        m => Err(McpError::method_not_found(m.name())),
+        (m, _) => Err(McpError::method_not_found(m.name())),
     }
+}
+
+/// A call's arguments as the target gets them (absent: none).
+fn arguments(p: &crate::protocol::params::CallParams) -> Value {
+    Value::Object(p.arguments.clone().unwrap_or_default())
 }
 
 fn find_resource<'a>(server: &'a Server, uri: &str) -> Result<Target<'a>, McpError> {

@@ -8,7 +8,7 @@ use super::slice::{next_wake, store};
 use super::{detailed, extension_required, unknown_task, TaskHost, TaskRecord, TaskStatus};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
-use crate::protocol::{Method, Request};
+use crate::protocol::{ClientRequest, Method, Request};
 use crate::server::{Ctx, MethodReply, RequestMeta, Server};
 
 /// Serves a task method.
@@ -21,14 +21,12 @@ pub(crate) fn handle(
     if !ClientCaps::from_json(Some(&meta.capabilities)).tasks {
         return Err(extension_required(&request.method));
     }
-    let p = &request.params;
-    let Some(task_id) = p.get("taskId").and_then(Value::as_str) else {
-        return Err(McpError::invalid_params(
-            "Invalid params: taskId must be a string",
-        ));
+    let ClientRequest::Task(p) = &request.params else {
+        return Err(request.params.unusable());
     };
+    let task_id = p.task_id.as_str();
     let inputs = match request.kind {
-        Some(Method::TasksUpdate) => match p.get("inputResponses") {
+        Some(Method::TasksUpdate) => match &p.input_responses {
             Some(Value::Object(m)) => Some(m.clone()),
             _ => {
                 return Err(McpError::invalid_params(

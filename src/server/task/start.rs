@@ -36,15 +36,15 @@ pub(crate) async fn call(
             "a task tool was called outside its task's Durable Object (routing bug)",
         ));
     };
-    let p = &request.params;
-    let answers = input_responses(p.get("inputResponses"));
+    let (state, answers) = request.params.retry();
+    let answers = input_responses(answers);
     let round = run_round(
         server,
         RoundInput {
             method: &request.method,
             target: Target::Tool(tool),
             args: args.clone(),
-            state: state_param(p.get("requestState"))?,
+            state: state_param(state)?,
             answers,
             caps: caps.clone(),
             progress_token: meta.progress_token.clone(),
@@ -52,7 +52,7 @@ pub(crate) async fn call(
             args_in_token: false,
             task_mode: TaskMode::Allowed,
             wire: "task",
-            traceparent: crate::server::round::traceparent(&request.params),
+            traceparent: crate::server::round::traceparent(request.meta.as_ref()),
         },
         ctx,
     )
