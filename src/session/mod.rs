@@ -164,7 +164,7 @@ fn initialize(
             "Invalid Request: expected initialize",
         ));
     };
-    if r.method != "initialize" {
+    if r.kind != Some(Method::Initialize) {
         return Err(McpError::invalid_request(
             "Invalid Request: expected initialize",
         ));
