@@ -12,7 +12,7 @@
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
 
-use super::Method;
+use super::method::Method;
 use crate::error::McpError;
 
 /// A request's params, by what its method reads.
