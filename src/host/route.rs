@@ -359,7 +359,8 @@ fn task_object(
     env: &Env,
 ) -> Option<(String, Vec<(&'static str, String)>)> {
     let id = match (method, &msg.params) {
-        (m, ClientRequest::Task(p)) if m.is_task() => {
+        // (Only the task methods' params are this variant.)
+        (_, ClientRequest::Task(p)) => {
             let id = p.task_id.as_str();
             crate::server::task::is_task_id(id).then(|| id.to_string())?
         }

@@ -122,7 +122,7 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
         }
     }
     // Moved out, not copied: the params are most of a message.
-    let params = match obj.remove("params") {
+    let mut params = match obj.remove("params") {
         None => Map::new(),
         Some(Value::Object(p)) => p,
         Some(_) => return bad("params must be an object"),
@@ -130,7 +130,6 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
     match (obj.get("method"), obj.get("id")) {
         (Some(Value::String(method)), Some(id)) => {
             let kind = Method::parse(method);
-            let mut params = params;
             Ok(Message::Request(Request {
                 id: id.clone(),
                 kind,

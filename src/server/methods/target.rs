@@ -16,9 +16,6 @@ pub(crate) fn call_target<'a>(
     params: &ClientRequest,
     found: Option<usize>,
 ) -> Result<(Target<'a>, Value), McpError> {
-    if let Some(refused) = params.refused() {
-        return Err(refused);
-    }
     match (method, params) {
         (Method::ToolsCall, ClientRequest::Call(p)) => {
             let name = p.name.as_str();
@@ -48,6 +45,7 @@ pub(crate) fn call_target<'a>(
             let uri = p.uri.as_str();
             Ok((find_resource(server, uri)?, json!({ "uri": uri })))
         }
+        (_, ClientRequest::Invalid(_)) => Err(params.unusable()),
         (m, _) => Err(McpError::method_not_found(m.name())),
     }
 }
