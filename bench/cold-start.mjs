@@ -39,6 +39,7 @@ const FIRST = {
   ceiling: call('add', { a: 1, b: 2 }, '/rpc-mcp'),
   fixtures: call('add', { a: 1, b: 2 }),
   quickstart: call('add', { a: 1, b: 2 }),
+  minimal: call('add', { a: 1, b: 2 }),
   'peer-stateless': call('echo', { text: 'hi' }),
   'peer-session': initialize,
 };

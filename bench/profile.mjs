@@ -5,7 +5,7 @@
 // functions with the most self time (wasm functions by their Rust names).
 //
 //   node bench/profile.mjs quickstart add            # stateless tools/call
-//   node bench/profile.mjs ceiling rpc-full|rpc-mcp|rpc|do|do-alarm|do-shard   (rpc: a minimal request)
+//   node bench/profile.mjs ceiling rpc-full|rpc-mcp|rpc|do|do-alarm|do-shard|do-shard-state   (rpc: a minimal request)
 //   PROFILE_SECONDS=8 node bench/profile.mjs fixtures mrtr   # MRTR round trip
 //   node bench/profile.mjs fixtures mrtr-1|mrtr-2            # MRTR round 1 / round 2 alone
 //   node bench/profile.mjs fixtures durable                  # durable round trip
@@ -107,6 +107,9 @@ const SCENARIOS = {
   // The same, arming the cleanup alarm on the first request (the floor).
   'do-alarm': ceilingRoundTrip('/do-alarm/'),
   'do-shard': ceilingRoundTrip('/do-shard/'),
+  // The sharded DO with a signed state, driven as `durable` is.
+  'do-shard-state': roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } })
+    .map((r) => ({ ...r, path: '/do-shard-state' })),
 };
 
 /** The JS floor's routes for the scenarios it stands in for (bench/floor). */

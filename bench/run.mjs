@@ -6,7 +6,8 @@
 //
 // 1. Bundles every worker with `wrangler deploy --dry-run` (ours built with
 //    wasm-opt): bench/ceiling (a plain Rust worker and Durable Object), the
-//    fixtures worker, the quickstart, and the peer (bench/peer, when built);
+//    fixtures worker, the quickstart, bench/minimal (the smallest worker we
+//    make) and the peer (bench/peer, when built);
 //    bench/floor (plain JavaScript) needs no bundling.
 // 2. Writes a workerd config serving each on its own loopback port.
 // 3. Drives each scenario with autocannon (CONNECTIONS connections,
@@ -56,6 +57,9 @@ const WORKERS = [
   { name: 'floor', prebuilt: 'bench/floor', classes: {}, vars: {} },
   { name: 'fixtures', dir: '.', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp' } },
   { name: 'quickstart', dir: 'examples/quickstart', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY } },
+  // The smallest worker durable-mcp makes (one stateless tool): what every
+  // worker weighs and starts in before its own tools.
+  { name: 'minimal', dir: 'bench/minimal', classes: { MCP_OBJECTS: 'McpObject' }, vars: { STATE_KEYS: KEY } },
   // The fixtures bundle again, signing in with OAuth: JWTs checked against
   // the bench's own issuer keys (served by `startIssuer` on loopback).
   { name: 'fixtures-oauth', dir: '.', bundleOf: 'fixtures', classes: { MCP_OBJECTS: 'McpObject' },
@@ -99,6 +103,8 @@ const EXTRA = (process.env.BENCH_EXTRA_BUNDLE ?? '').split(',').map((s) => s.tri
 });
 /** The durable round trip's lane name; `on` names the variant (none: the fixtures worker). */
 const DURABLE = (on) => `durable-mcp: durable round trip (deploy, 2 rounds)${on ? `, ${on}` : ''}`;
+/** The sharded plain DO plus what a client-held state obliges (bench/ceiling `/do-shard-state`). */
+const DESIGN_FLOOR = 'ceiling: DO round trip, sharded, with a signed state (checked in the Worker, sealed in the object)';
 const STATELESS = (on) => `durable-mcp: stateless tools/call (add)${on ? `, ${on}` : ''}`;
 const MRTR = (on) => `durable-mcp: MRTR round trip${on ? `, ${on}` : ''}`;
 const TASK_POLL = (on) => `durable-mcp: task poll (tasks/get)${on ? `, ${on}` : ''}`;
@@ -519,6 +525,11 @@ async function throughput(workers, issuer) {
     // The plain-DO ceiling of the design durable-mcp has now: calls in 16
     // long-lived shard objects, one alarm per shard (CALL_SHARDS).
     ['ceiling: DO round trip, sharded (16 objects, an alarm each)', at('ceiling'), ceilingRoundTrip('/do-shard/', durableRounds), 2],
+    // … plus the least a paused call behind a client-held state adds to it
+    // (bench/ceiling: the body read in the Worker, the headers checked, the
+    // state's HMAC verified there and sealed in the shard), driven as our
+    // durable lane is: the retry carries the state the first answer gave.
+    [DESIGN_FLOOR, at('ceiling'), roundTrip('deploy', { service: 'bench' }, answersFor).map((r) => ({ ...r, path: '/do-shard-state' })), 2],
     // The platform floor (bench/floor): plain JavaScript, sent the very
     // bytes of each lane: the stateless call, the MRTR round trip, and its
     // rounds alone (round 2: the real retry, carrying a real state).
@@ -532,6 +543,7 @@ async function throughput(workers, issuer) {
     ['ceiling: parse + fixed result, a minimal request (reference)', at('ceiling'), [rpc({ jsonrpc: '2.0', id: 1, method: 'tools/call' })], 1],
     [STATELESS(), at('fixtures'), [modernReq('add', { a: 1, b: 2 })], 1],
     ['durable-mcp quickstart: stateless tools/call (add)', at('quickstart'), [modernReq('add', { a: 1, b: 2 })], 1],
+    ['durable-mcp minimal: stateless tools/call (add)', at('minimal'), [modernReq('add', { a: 1, b: 2 })], 1],
     // The same call signed in: one token for every request (a client's,
     // until it expires: its signature verified once, then remembered), and
     // a new token each request (every one verified with WebCrypto).
@@ -665,7 +677,7 @@ async function throughput(workers, issuer) {
     for (const f of fixed) console.log(`| ${f.name} | ${f.count} | ${f.p50} | ${f.p99} | ${f.p99s.join(', ')} | ${f.max} | ${f.errors} |`);
   }
   console.log('\nratios:');
-  console.log(`  stateless call vs the JS floor:  ${ratio(STATELESS(), FLOOR.call)} (target ≥ 0.8×; quickstart ${ratio('durable-mcp quickstart: stateless tools/call (add)', FLOOR.call)})`);
+  console.log(`  stateless call vs the JS floor:  ${ratio(STATELESS(), FLOOR.call)} (target ≥ 0.8×; quickstart ${ratio('durable-mcp quickstart: stateless tools/call (add)', FLOOR.call)}, minimal ${ratio('durable-mcp minimal: stateless tools/call (add)', FLOOR.call)})`);
   console.log(`  MRTR round trip vs the JS floor's: ${ratio('durable-mcp: MRTR round trip', FLOOR.roundTrip)} (target ≥ 0.8×; rounds 1 / 2 alone ${ratio('durable-mcp: MRTR round 1 (input_required)', FLOOR.round1)} / ${ratio('durable-mcp: MRTR round 2 (the retry, completes)', FLOOR.round2)})`);
   console.log(`  the Rust ceiling vs the JS floor: ${ratio('ceiling: parse + the 2026-07-28 header checks', FLOOR.call)} (the same checks; ${ratio('ceiling: round trip (a fixed state, then the retry carrying it)', FLOOR.roundTrip)} as a round trip)`);
   console.log(`  stateless call vs ceiling:      ${ratio(STATELESS(), 'ceiling: parse + fixed result')}`);
@@ -678,6 +690,7 @@ async function throughput(workers, issuer) {
   console.log(`  durable round trip vs DO + alarm: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip + the cleanup alarm')}`);
   console.log(`  durable round trip vs plain DO: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip (fresh object, then again)')}`);
   console.log(`  durable round trip vs plain DO, sharded alike: ${ratio('durable-mcp: durable round trip (deploy, 2 rounds)', 'ceiling: DO round trip, sharded (16 objects, an alarm each)')}`);
+  console.log(`  durable round trip vs that DO with a signed state: ${ratio(DURABLE(), DESIGN_FLOOR)} (round logs off ${ratio(DURABLE('round logs off'), DESIGN_FLOOR)}); that DO vs the plain one: ${ratio(DESIGN_FLOOR, 'ceiling: DO round trip, sharded (16 objects, an alarm each)')}`);
   console.log(`  durable round trip, admin on vs off: ${ratio(DURABLE('admin on'), DURABLE())} (target ≥ 0.95×); task poll ${ratio(TASK_POLL('admin on'), TASK_POLL())}`);
   console.log(`  durable round trip, round logs on vs off: ${ratio(DURABLE(), DURABLE('round logs off'))} (target ≥ 0.95×); MRTR round trip, stateless rounds logged too (ROUND_LOGS=all) vs not: ${ratio(MRTR('round logs all'), MRTR())}`);
   for (const w of EXTRA) {
