@@ -65,13 +65,9 @@ mod glue {
             return stub.fetch_with_request(req).await;
         }
         if let Some(name) = path.strip_prefix("/do-shard/") {
-            // FNV-1a of the name: any stable spread will do.
-            let hash = name.bytes().fold(0x811c_9dc5_u32, |h, b| {
-                (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
-            });
             let stub = env
                 .durable_object("CEILING")?
-                .id_from_name(&format!("shard:{}", hash % 16))?
+                .id_from_name(&format!("shard:{}", shard_of(name)))?
                 .get_stub()?;
             return stub.fetch_with_request(req).await;
         }
@@ -131,12 +127,13 @@ mod glue {
         })
     }
 
-    /// The shard (of 16) holding a call: FNV-1a of its id.
-    fn shard_of(call: &str) -> String {
+    /// The shard (of 16) holding a call: FNV-1a of its name, as any
+    /// stable spread would do.
+    fn shard_of(call: &str) -> u32 {
         let hash = call.bytes().fold(0x811c_9dc5_u32, |h, b| {
             (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
         });
-        format!("state-shard:{}", hash % 16)
+        hash % 16
     }
 
     /// `/do-shard-state` in the Worker: the body read and checked, the call
@@ -172,7 +169,7 @@ mod glue {
         };
         let stub = env
             .durable_object("CEILING")?
-            .id_from_name(&shard_of(&call))?
+            .id_from_name(&format!("state-shard:{}", shard_of(&call)))?
             .get_stub()?;
         let forwarded = Headers::new();
         forwarded.set("content-type", "application/json")?;
