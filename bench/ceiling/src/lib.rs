@@ -118,13 +118,16 @@ mod glue {
         let fits = version.as_deref() == meta.as_str()
             && method.as_deref() == body["method"].as_str()
             && name.as_deref() == body["params"]["name"].as_str();
-        (!fits).then(|| {
-            Ok(Response::from_json(&json!({
-                "jsonrpc": "2.0", "id": body.get("id").cloned().unwrap_or(Value::Null),
-                "error": {"code": -32020, "message": "header mismatch"},
-            }))?
-            .with_status(400))
-        })
+        (!fits).then(|| rpc_error(body, -32020, "header mismatch", 400))
+    }
+
+    /// A JSON-RPC error answering `body`'s request, with its HTTP status.
+    fn rpc_error(body: &Value, code: i32, message: &str, status: u16) -> Result<Response> {
+        Ok(Response::from_json(&json!({
+            "jsonrpc": "2.0", "id": body.get("id").cloned().unwrap_or(Value::Null),
+            "error": {"code": code, "message": message},
+        }))?
+        .with_status(status))
     }
 
     /// The shard (of 16) holding a call: FNV-1a of its name, as any
@@ -154,13 +157,7 @@ mod glue {
         let call = match body["params"]["requestState"].as_str() {
             Some(state) => match super::sealed::open(state) {
                 Some(call) => call,
-                None => {
-                    return Ok(Response::from_json(&json!({
-                        "jsonrpc": "2.0", "id": body.get("id").cloned().unwrap_or(Value::Null),
-                        "error": {"code": -32602, "message": "invalid requestState"},
-                    }))?
-                    .with_status(400))
-                }
+                None => return rpc_error(&body, -32602, "invalid requestState", 400),
             },
             None => {
                 let r = || (worker::js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
@@ -217,9 +214,9 @@ mod glue {
         /// `/do-shard-state` in the call's shard: the call's row read (a
         /// retry's must exist) and written (the body stands in for a
         /// journal), then a new signed state.
-        async fn round_with_state(&self, req: &Request, body: &str) -> Result<Response> {
+        async fn round_with_state(&self, req: &Request, text: &str) -> Result<Response> {
             let call = req.headers().get("x-call")?.unwrap_or_default();
-            let body: Value = serde_json::from_str(body).unwrap_or(Value::Null);
+            let body: Value = serde_json::from_str(text).unwrap_or(Value::Null);
             let id = body.get("id").cloned().unwrap_or(Value::Null);
             let sql = self.state.storage().sql();
             if !self.calls.replace(true) {
@@ -236,17 +233,16 @@ mod glue {
                 )?
                 .to_array()?;
             if retry && known.is_empty() {
-                return Ok(Response::from_json(&json!({
-                    "jsonrpc": "2.0", "id": id,
-                    "error": {"code": -32602, "message": "no such call"},
-                }))?
-                .with_status(404));
+                return rpc_error(&body, -32602, "no such call", 404);
             }
             sql.exec(
                 "INSERT OR REPLACE INTO calls (id, body) VALUES (?, ?)",
-                vec![call.clone().into(), body.to_string().into()],
+                vec![call.clone().into(), text.into()],
             )?;
             self.arm_shard().await?;
+            let Some(state) = super::sealed::seal(&call) else {
+                return rpc_error(&body, -32603, "the state could not be sealed", 500);
+            };
             // Each round pauses again, as the bench's durable lane's second
             // round does (its tool asks for a sampling after the form).
             let (key, method) = if retry {
@@ -260,7 +256,7 @@ mod glue {
                     "resultType": "input_required",
                     "inputRequests": {key: {"method": method, "params": {
                         "message": "?", "requestedSchema": {"type": "object", "properties": {}}}}},
-                    "requestState": super::sealed::seal(&call),
+                    "requestState": state,
                 },
             }))
         }
