@@ -91,6 +91,8 @@ function ceilingRoundTrip(prefix) {
       setupRequest: (r, ctx) => ({ ...r, path: `${prefix}${ctx.n}` }) },
   ];
 }
+/** The durable round trip: `deploy`, its form answered (the signed-state floor is driven alike). */
+const durableTrip = () => roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } });
 const SCENARIOS = {
   add: [call('add', { a: 1, b: 2 })],
   rpc: [{ method: 'POST', path: '/rpc', headers: { 'content-type': 'application/json' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/call"}' }],
@@ -99,7 +101,7 @@ const SCENARIOS = {
   'rpc-mcp': [{ ...call('add', { a: 1, b: 2 }), path: '/rpc-mcp' }],
   'mrtr-1': [call('test_input_required_result_elicitation', {})],
   mrtr: roundTrip('test_input_required_result_elicitation', {}, { user_name: { action: 'accept', content: { name: 'bench' } } }),
-  durable: roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } }),
+  durable: durableTrip(),
   // The ceiling's Durable Object round trip: a fresh object, then the same
   // one again, sent requests the size of a durable round trip's (the bench
   // sends a real one's bytes; the ceiling only stores them).
@@ -108,8 +110,7 @@ const SCENARIOS = {
   'do-alarm': ceilingRoundTrip('/do-alarm/'),
   'do-shard': ceilingRoundTrip('/do-shard/'),
   // The sharded DO with a signed state, driven as `durable` is.
-  'do-shard-state': roundTrip('deploy', { service: 'bench' }, { target: { action: 'accept', content: { target: 'staging' } } })
-    .map((r) => ({ ...r, path: '/do-shard-state' })),
+  'do-shard-state': durableTrip().map((r) => ({ ...r, path: '/do-shard-state' })),
 };
 
 /** The JS floor's routes for the scenarios it stands in for (bench/floor). */

@@ -505,6 +505,8 @@ async function throughput(workers, issuer) {
   await preflightOAuth(`${at('fixtures-oauth')}/mcp`, issuer);
   await preflightAdmin(at('fixtures-admin'), at('fixtures'));
   const answersFor = { target: { action: 'accept', content: { target: 'staging' } } };
+  /** The durable lane's round trip (`deploy`, its form answered), as every durable lane and its floor drive it. */
+  const durableTrip = () => roundTrip('deploy', { service: 'bench' }, answersFor);
   const durableRounds = await durableRequests(at('fixtures'), answersFor);
   const mrtrRound2 = await mrtrRetry(at('fixtures'), 'test_input_required_result_elicitation', {},
     { user_name: { action: 'accept', content: { name: 'bench' } } });
@@ -529,7 +531,7 @@ async function throughput(workers, issuer) {
     // (bench/ceiling: the body read in the Worker, the headers checked, the
     // state's HMAC verified there and sealed in the shard), driven as our
     // durable lane is: the retry carries the state the first answer gave.
-    [DESIGN_FLOOR, at('ceiling'), roundTrip('deploy', { service: 'bench' }, answersFor).map((r) => ({ ...r, path: '/do-shard-state' })), 2],
+    [DESIGN_FLOOR, at('ceiling'), durableTrip().map((r) => ({ ...r, path: '/do-shard-state' })), 2],
     // The platform floor (bench/floor): plain JavaScript, sent the very
     // bytes of each lane: the stateless call, the MRTR round trip, and its
     // rounds alone (round 2: the real retry, carrying a real state).
@@ -554,16 +556,16 @@ async function throughput(workers, issuer) {
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ['durable-mcp: MRTR round 1 (input_required)', at('fixtures'), [modernReq('test_input_required_result_elicitation', {})], 1],
     ['durable-mcp: MRTR round 2 (the retry, completes)', at('fixtures'), [mrtrRound2], 1],
-    [DURABLE(), at('fixtures'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    [DURABLE(), at('fixtures'), durableTrip(), 2],
     // Issue 33: the same with the admin API on (the paused-tools read), and
     // with the per-round log line off; then any BENCH_EXTRA_BUNDLE.
-    [DURABLE('admin on'), at('fixtures-admin'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
-    [DURABLE('round logs off'), at('fixtures-quiet'), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+    [DURABLE('admin on'), at('fixtures-admin'), durableTrip(), 2],
+    [DURABLE('round logs off'), at('fixtures-quiet'), durableTrip(), 2],
     // An MRTR call pauses too: with ROUND_LOGS=all its rounds write the line as well.
     [MRTR('round logs all'), at('fixtures-logall'), roundTrip('test_input_required_result_elicitation', {},
       { user_name: { action: 'accept', content: { name: 'bench' } } }), 2],
     ...EXTRA.flatMap((w) => [[STATELESS(w.name), at(w.name), [modernReq('add', { a: 1, b: 2 })], 1],
-      [DURABLE(w.name), at(w.name), roundTrip('deploy', { service: 'bench' }, answersFor), 2],
+      [DURABLE(w.name), at(w.name), durableTrip(), 2],
       [MRTR(w.name), at(w.name), roundTrip('test_input_required_result_elicitation', {},
         { user_name: { action: 'accept', content: { name: 'bench' } } }), 2]]),
   ];
