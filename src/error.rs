@@ -122,6 +122,19 @@ impl McpError {
         )
     }
 
+    /// The answer for a path this server does not serve. It names the
+    /// path without its query: an answer must not echo whatever the URL
+    /// held (a token in a query string, say), and an admin path refused
+    /// for want of a credential answers with this very error, so nothing
+    /// tells the two apart.
+    pub fn unknown_path(path: &str) -> Self {
+        let bare = path.split('?').next().unwrap_or(path);
+        Self::new(
+            ErrorKind::UnknownPath,
+            format!("Not found: {bare} is not an MCP endpoint; use /mcp"),
+        )
+    }
+
     /// Shorthand for [`ErrorKind::Internal`].
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Internal, message)

@@ -48,9 +48,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::auth::Caller;
+use crate::elicitation::Home;
 use crate::engine::{ClientCaps, DryRun, Journal, Outcome, Run};
 use crate::error::ErrorKind;
-use crate::server::{round, run_target, Server, Site, Target};
+use crate::server::{round, run_target, Kept, Server, Site, Target};
 
 /// A paused call as the server keeps it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -66,10 +67,11 @@ pub struct PausedCall {
     pub arguments: Value,
     /// Its journal.
     pub journal: Journal,
-    /// Its answers and pending questions sealed (what the admin API's
-    /// export writes in place of `journal.answers` and `journal.pending`:
-    /// a user's answers, and questions made from them, are not an
-    /// operator's to read):
+    /// Its answers, pending questions, effects' outputs and the digests of
+    /// the answers each effect read, sealed (what the admin API's export
+    /// writes in place of `journal.answers`, `pending`, `once` and
+    /// `once_inputs`: a user's answers, and whatever is made from them,
+    /// are not an operator's to read):
     /// ChaCha20-Poly1305 under the Worker's `STATE_KEYS`, opened by
     /// [`check`] with the server's keys.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -88,31 +90,45 @@ impl PausedCall {
         }
     }
 
-    /// Seals the journal's answers under `ring` (see
+    /// Seals what the journal holds of the user's data under `ring` (see
     /// [`sealed_answers`](Self::sealed_answers)) and drops what an export
-    /// need not carry (the trail). The nonce is a MAC of the call and its
-    /// answers: the same answers seal the same way, other ones never
-    /// share a nonce. `None` without a key.
+    /// need not carry (the trail). The nonce is a MAC of the call and what
+    /// it seals: the same data seal the same way, other data never share
+    /// a nonce. `None` without a key.
     pub fn sealed(mut self, ring: &crate::token::KeyRing) -> Option<Self> {
-        self.journal.trail = None;
-        if self.journal.answers.is_empty() && self.journal.pending.is_empty() {
+        let j = &mut self.journal;
+        j.trail = None;
+        if j.answers.is_empty()
+            && j.pending.is_empty()
+            && j.once.is_empty()
+            && j.once_inputs.is_empty()
+        {
             return Some(self);
         }
-        // The questions pending too: what the code asks next is made of
-        // the answers (a message naming what the user picked).
-        let answers = serde_json::to_value(&self.journal.answers).ok()?;
-        let pending = serde_json::to_value(&self.journal.pending).ok()?;
-        let text = format!("{answers}{pending}");
+        // Besides the answers: the questions pending (what the code asks
+        // next is made of the answers: a message naming what the user
+        // picked), the effects' outputs (what a webhook answered, made of
+        // them too), and the digests of the answers each effect read (a
+        // yes or a no is found again by hashing both).
+        let mut map = serde_json::Map::new();
+        map.insert("answers".into(), serde_json::to_value(&j.answers).ok()?);
+        map.insert("pending".into(), serde_json::to_value(&j.pending).ok()?);
+        map.insert("once".into(), serde_json::to_value(&j.once).ok()?);
+        map.insert(
+            "once_inputs".into(),
+            serde_json::to_value(&j.once_inputs).ok()?,
+        );
+        let text = serde_json::to_string(&map).ok()?;
         let kid = ring.current()?;
         let tag = ring.tag(kid, EXPORT_NONCE, &[self.id.as_bytes(), text.as_bytes()])?;
         let mut nonce = [0u8; 16];
         nonce.copy_from_slice(&tag[..16]);
-        let mut map = serde_json::Map::new();
-        map.insert("answers".into(), answers);
-        map.insert("pending".into(), pending);
         self.sealed_answers = Some(crate::elicitation::seal(ring, &map, &nonce)?);
-        self.journal.answers.clear();
-        self.journal.pending.clear();
+        let j = &mut self.journal;
+        j.answers.clear();
+        j.pending.clear();
+        j.once.clear();
+        j.once_inputs.clear();
         Some(self)
     }
 
@@ -133,6 +149,15 @@ impl PausedCall {
             .map_err(|e| format!("its sealed answers do not read: {e}"))?;
         journal.pending = serde_json::from_value(unsealed(map.remove("pending")))
             .map_err(|e| format!("its sealed questions do not read: {e}"))?;
+        // An export made before effects were sealed carries them plain.
+        if let Some(once) = map.remove("once") {
+            journal.once = serde_json::from_value(once)
+                .map_err(|e| format!("its sealed effects do not read: {e}"))?;
+        }
+        if let Some(inputs) = map.remove("once_inputs") {
+            journal.once_inputs = serde_json::from_value(inputs)
+                .map_err(|e| format!("its sealed effects' inputs do not read: {e}"))?;
+        }
         Ok(journal)
     }
 }
@@ -287,12 +312,20 @@ fn dry_run(
     journal: Journal,
 ) -> Option<(Run<Value>, DryRun)> {
     let observer = Rc::new(RefCell::new(DryRun::default()));
-    let site = Site::new(
+    let mut site = Site::new(
         call.id.clone(),
         ClientCaps::all(),
         Caller::default(),
         String::new(),
     );
+    // Every paused call a check reads is one the server keeps (a durable
+    // call, a session's, a task): a URL elicitation replays as it would
+    // where it is kept. The link it would make is never shown.
+    site.kept = Some(Kept {
+        home: Home::Call(call.id.clone()),
+        principal: String::new(),
+        origin: String::new(),
+    });
     let cx = round::cx(server, journal, site).with_dry_run(observer.clone());
     let run = run_target(server, target, cx, call.arguments.clone());
     let mut run = std::pin::pin!(run);

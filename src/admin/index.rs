@@ -53,6 +53,11 @@ pub trait IndexStore {
     fn paused_tools(&self) -> Result<Vec<String>, McpError>;
     /// Pauses (`true`) or resumes a tool.
     fn set_paused(&self, tool: &str, paused: bool) -> Result<(), McpError>;
+    /// Marks a console sign-in link's `nonce` spent, kept until
+    /// `until_ms` (when the link stops being good anyway): `true` for the
+    /// first use, `false` for any later one. Marks past their time are
+    /// forgotten at `now_ms`.
+    fn spend_link(&self, nonce: &str, until_ms: u64, now_ms: u64) -> Result<bool, McpError>;
 }
 
 /// An [`IndexStore`] in memory, for tests.
@@ -60,6 +65,7 @@ pub trait IndexStore {
 pub struct MemoryIndex {
     entries: RefCell<BTreeMap<String, IndexEntry>>,
     paused: RefCell<BTreeSet<String>>,
+    spent: RefCell<BTreeMap<String, u64>>,
 }
 
 impl MemoryIndex {
@@ -99,6 +105,12 @@ impl IndexStore for MemoryIndex {
             set.remove(tool);
         }
         Ok(())
+    }
+
+    fn spend_link(&self, nonce: &str, until_ms: u64, now_ms: u64) -> Result<bool, McpError> {
+        let mut spent = self.spent.borrow_mut();
+        spent.retain(|_, until| *until > now_ms);
+        Ok(spent.insert(nonce.to_string(), until_ms).is_none())
     }
 }
 

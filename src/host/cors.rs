@@ -117,6 +117,24 @@ fn allow_headers(server: &Server) -> String {
         .join(", ")
 }
 
+/// Marks `response` as one that depends on the request's `Origin`
+/// (`Vary: Origin`), unless it says so already. Every answer gets it,
+/// whether CORS headers went on it or not: an answer to no `Origin`, or
+/// to a refused one, must not be handed by a shared cache to an origin
+/// that would have been answered with them (or the reverse).
+pub(crate) fn vary(response: &mut HttpResponse) {
+    let has = response.headers.iter().any(|(n, v)| {
+        n.eq_ignore_ascii_case("vary")
+            && v.split(',')
+                .any(|p| p.trim().eq_ignore_ascii_case("origin") || p.trim() == "*")
+    });
+    if !has {
+        response
+            .headers
+            .push(("vary".to_string(), "Origin".to_string()));
+    }
+}
+
 /// Sets `cors` in a response's `headers` (a header it already has, such
 /// as the metadata's `*` or a challenge's exposed header, is replaced).
 pub fn apply(headers: &mut Vec<(String, String)>, cors: Vec<(String, String)>) {

@@ -16,7 +16,7 @@ use std::cell::RefCell;
 #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
 use super::admin::{self, Job, Operator};
 use super::auth::{self as host_auth, Authenticated, Signed};
-use super::cors::{cors, Cors};
+use super::cors::{cors, vary, Cors};
 use super::route::{route, route_head, serve_local, Local, Route};
 use crate::auth::{Caller, KeyVerifier, SeenTokens, CALLER_HEADER};
 use crate::effects::Reply;
@@ -135,11 +135,11 @@ impl Inbound {
         // CORS first: a preflight is answered; an allowed origin's headers
         // go on whatever the request is answered with ([`Inbound::cors`]).
         match cors(server, &inbound.http) {
-            Cors::Preflight(resp) => return (inbound, Step::Answer(Reply::new(resp))),
+            Cors::Preflight(resp) => return (inbound, answered(Step::Answer(Reply::new(resp)))),
             Cors::Headers(headers) => inbound.cors = headers,
             Cors::Nothing => {}
         }
-        let step = inbound.begin(server, props, seen);
+        let step = answered(inbound.begin(server, props, seen));
         (inbound, step)
     }
 
@@ -180,6 +180,15 @@ impl Inbound {
     /// keys fetched when they must be; a verified token remembered in
     /// `seen`), and goes on.
     pub async fn verify(
+        &mut self,
+        server: &Server,
+        verifier: &dyn KeyVerifier,
+        seen: &RefCell<SeenTokens>,
+    ) -> Step {
+        answered(self.verified(server, verifier, seen).await)
+    }
+
+    async fn verified(
         &mut self,
         server: &Server,
         verifier: &dyn KeyVerifier,
@@ -258,6 +267,10 @@ impl Inbound {
     /// The body a [`Step::ReadBody`] asked for (`Err`: why it could not be
     /// read), and what is next.
     pub fn body(&mut self, server: &Server, body: Result<Vec<u8>, String>) -> Step {
+        answered(self.body_read(server, body))
+    }
+
+    fn body_read(&mut self, server: &Server, body: Result<Vec<u8>, String>) -> Step {
         let body = match body {
             Ok(b) => b,
             Err(why) => {
@@ -319,12 +332,14 @@ impl Inbound {
     /// Serves the request here, as a [`Step::Serve`] asked: the reply,
     /// whose effects the host applies.
     pub async fn serve(&mut self, server: &Server) -> Reply {
-        match std::mem::replace(&mut self.stage, Stage::Done) {
+        let mut reply = match std::mem::replace(&mut self.stage, Stage::Done) {
             Stage::Serve(local) => {
                 serve_local(server, &self.http, &self.env, *local, self.caller.take()).await
             }
             _ => Reply::new(HttpResponse::empty(500)),
-        }
+        };
+        vary(&mut reply.response);
+        reply
     }
 
     #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
@@ -340,14 +355,15 @@ impl Inbound {
         allow(unused_variables)
     )]
     pub fn answers(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
-        match &mut self.stage {
+        let step = match &mut self.stage {
             #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
             Stage::Admin(job) => {
                 let step = job.resume(server, answers);
                 self.admin_step(step)
             }
             _ => Step::Answer(Reply::new(HttpResponse::empty(500))),
-        }
+        };
+        answered(step)
     }
 
     #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
@@ -359,6 +375,18 @@ impl Inbound {
             }
             admin::Step::Ask(asks) => Step::Ask(asks),
         }
+    }
+}
+
+/// A step as it leaves the pipeline: an answer made here is marked as
+/// depending on the `Origin` (an object marks its own).
+fn answered(step: Step) -> Step {
+    match step {
+        Step::Answer(mut reply) => {
+            vary(&mut reply.response);
+            Step::Answer(reply)
+        }
+        other => other,
     }
 }
 

@@ -20,13 +20,20 @@ use crate::http::{HttpRequest, HttpResponse};
 use crate::server::task::TaskHost;
 use crate::server::{error_response, Durable, Env, Place, Server};
 
-/// Serves a request the Worker forwarded to this object.
+/// Serves a request the Worker forwarded to this object. Its answer
+/// depends on the request's `Origin` as the Worker's own do (`Vary`).
 pub async fn handle_in_object(
     server: &Server,
     req: &HttpRequest,
     env: &Env,
     stores: &Stores<'_>,
 ) -> Reply {
+    let mut reply = handle(server, req, env, stores).await;
+    super::cors::vary(&mut reply.response);
+    reply
+}
+
+async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'_>) -> Reply {
     // A page completing an elicitation of a call kept here.
     if req.header(ELICITATION_HEADER).is_some() {
         return super::page::serve(server, req, env, super::page::Keeper::Object(stores)).await;

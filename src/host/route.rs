@@ -335,6 +335,28 @@ fn new_durable_call_id(shards: u32, env: &Env) -> String {
     format!("s{shard}-{id}")
 }
 
+/// Whether `id` is a durable call id this server could have made: 32
+/// lowercase hex digits, led by `s<n>-` for a shard `n` under `shards`
+/// when calls are sharded. Checked before an id an operator names (not
+/// one a verified token carries) names an object: any other would make
+/// one.
+pub(crate) fn is_call_id(id: &str, shards: u32) -> bool {
+    let hex = |h: &str| {
+        h.len() == 32
+            && h.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    };
+    match id.strip_prefix('s').and_then(|rest| rest.split_once('-')) {
+        Some((n, h)) => {
+            let shard = (!n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| n.parse::<u32>().ok())
+                .flatten();
+            shard.is_some_and(|n| n < shards) && hex(h)
+        }
+        None => hex(id),
+    }
+}
+
 /// The object holding durable call `id`: its shard's (`calls:<n>`), or its
 /// own (`call:<id>`) for an id that names no shard. (A plain id is hex, so
 /// it never starts with `s`.)

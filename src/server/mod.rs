@@ -228,11 +228,7 @@ impl Server {
             }
         }
         if req.path != "/mcp" {
-            let e = McpError::new(
-                ErrorKind::UnknownPath,
-                format!("Not found: {} is not an MCP endpoint; use /mcp", req.path),
-            );
-            return Err((e, None));
+            return Err((McpError::unknown_path(&req.path), None));
         }
         let caller = match caller {
             Some(c) => c,
@@ -340,6 +336,13 @@ impl Server {
     /// `Origin` and `Host` against their allow-lists (DNS rebinding).
     fn check_origin(&self, req: &HttpRequest) -> Result<(), McpError> {
         self.check_origin_of(req.header("origin"), req.header("host"))
+    }
+
+    /// `Host` against its allow-list (DNS rebinding), with no `Origin`
+    /// read: the admin paths' check (a console form posts with this very
+    /// server's `Origin`).
+    pub(crate) fn check_host(&self, host: Option<&str>) -> Result<(), McpError> {
+        self.check_origin_of(None, host)
     }
 
     fn check_origin_of(&self, origin: Option<&str>, host: Option<&str>) -> Result<(), McpError> {

@@ -1,5 +1,6 @@
 //! The hub's admin index over Durable Object SQLite: a row per task or
-//! live session, a row per paused tool. Reading never creates a table:
+//! live session, a row per paused tool, a row per console sign-in link
+//! spent (until it would have expired). Reading never creates a table:
 //! every hub shard is asked, and only the first one is ever written to.
 
 use serde::Deserialize;
@@ -16,6 +17,10 @@ pub(crate) struct SqliteIndex {
 #[derive(Deserialize)]
 struct Entry {
     entry: String,
+}
+
+fn int(ms: u64) -> SqlStorageValue {
+    SqlStorageValue::from(i64::try_from(ms).unwrap_or(i64::MAX))
 }
 
 #[derive(Deserialize)]
@@ -99,6 +104,40 @@ impl IndexStore for SqliteIndex {
         .map_err(storage_error)?
         .unwrap_or_default();
         Ok(rows.into_iter().map(|t| t.name).collect())
+    }
+
+    fn spend_link(&self, nonce: &str, until_ms: u64, now_ms: u64) -> Result<bool, McpError> {
+        self.sql
+            .exec(
+                "CREATE TABLE IF NOT EXISTS admin_spent (nonce TEXT PRIMARY KEY, until_ms INTEGER NOT NULL) WITHOUT ROWID",
+                None,
+            )
+            .map_err(storage_error)?;
+        self.sql
+            .exec(
+                "DELETE FROM admin_spent WHERE until_ms <= ?",
+                vec![int(now_ms)],
+            )
+            .map_err(storage_error)?;
+        // No await between the read and the write: the object runs
+        // nothing else in between, so exactly one request finds no row.
+        let found = super::sql::rows::<serde_json::Value>(
+            &self.sql,
+            "SELECT 1 AS spent FROM admin_spent WHERE nonce = ?",
+            vec![SqlStorageValue::from(nonce.to_string())],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        if !found.is_empty() {
+            return Ok(false);
+        }
+        self.sql
+            .exec(
+                "INSERT INTO admin_spent (nonce, until_ms) VALUES (?, ?)",
+                vec![SqlStorageValue::from(nonce.to_string()), int(until_ms)],
+            )
+            .map_err(storage_error)?;
+        Ok(true)
     }
 
     fn set_paused(&self, tool: &str, paused: bool) -> Result<(), McpError> {

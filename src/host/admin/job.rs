@@ -44,6 +44,8 @@ enum Stage {
     Show,
     /// The hub, for a tool's pause.
     Pause,
+    /// The hub, spending a sign-in link.
+    Enter,
 }
 
 /// One admin request under way.
@@ -57,6 +59,8 @@ pub struct Job {
     entries: Vec<IndexEntry>,
     paused: Vec<String>,
     calls: Vec<CallSummary>,
+    /// The request's path (its query dropped): what a refusal names.
+    path: String,
 }
 
 fn bad(message: impl Into<String>) -> Reply {
@@ -94,10 +98,23 @@ pub fn start(server: &Server, req: &HttpRequest, operator: &str, env: &Env) -> (
         entries: Vec::new(),
         paused: Vec::new(),
         calls: Vec::new(),
+        path: String::new(),
     };
     let path = req.path.split('?').next().unwrap_or(&req.path);
+    // Held to `ALLOWED_HOSTS` as the pages are (a console opened under a
+    // rebound name must not act). An operator is told; a link's opener
+    // (no credential yet) gets what any unknown path gets.
+    if let Err(e) = server.check_host(req.header("host")) {
+        let reply = if operator.is_empty() {
+            super::not_there(req)
+        } else {
+            Reply::new(error_response(&e, None))
+        };
+        return (job, Step::Answer(reply));
+    }
+    job.path = path.to_string();
     let parsed = match path.strip_prefix("/admin/api") {
-        Some(rest) => api(server, req, rest, operator, env.now_ms),
+        Some(rest) => api(server, req, rest, operator, env),
         None => match pages::parse(server, req, path, env.now_ms) {
             Ok((op, page)) => {
                 job.page = Some(page);
@@ -122,7 +139,7 @@ fn api(
     req: &HttpRequest,
     rest: &str,
     operator: &str,
-    now_ms: u64,
+    env: &Env,
 ) -> Result<Op, Reply> {
     let method = req.method.as_str();
     let segments: Vec<String> = rest
@@ -194,7 +211,8 @@ fn api(
             }))
         }
         ("POST", ["console"]) => {
-            let Some(pass) = super::pass::link(server, operator, now_ms) else {
+            let nonce = crate::engine::hex(&env.random);
+            let Some(pass) = super::pass::link(server, req, operator, nonce, env.now_ms) else {
                 return Err(Reply::new(error_response(
                     &McpError::internal("the console needs STATE_KEYS to sign its links"),
                     None,
@@ -246,6 +264,7 @@ impl Job {
             ids,
             tool: None,
             operator: self.operator.clone(),
+            until_ms: None,
         }
     }
 
@@ -264,12 +283,22 @@ impl Job {
                 Step::Ask(vec![ask(hub(server), op, &body)])
             }
             Op::Show(id) if id.starts_with(DURABLE_PREFIX) => {
+                let Some(name) = self.object_of(server, id) else {
+                    return self.answer_detail(server, None);
+                };
                 self.stage = Stage::Show;
-                let call_id = &id[DURABLE_PREFIX.len()..];
-                let name = crate::host::route::call_object_name(call_id);
                 Step::Ask(vec![ask(name, Ask::Show, &self.body(vec![id.clone()]))])
             }
             Op::Show(_) => Step::Ask(vec![entries]),
+            Op::Enter(enter) => {
+                self.stage = Stage::Enter;
+                let body = Body {
+                    ids: vec![enter.nonce.clone()],
+                    until_ms: Some(enter.until_ms),
+                    ..Body::default()
+                };
+                Step::Ask(vec![ask(hub(server), Ask::SpendLink, &body)])
+            }
             Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) => {
                 let mut asks = vec![entries];
                 asks.extend(
@@ -297,6 +326,18 @@ impl Job {
             Stage::Show => {
                 let detail = answers.first().and_then(read::<CallDetail>);
                 self.answer_detail(server, detail)
+            }
+            Stage::Enter => {
+                let first = answers
+                    .first()
+                    .and_then(read::<Value>)
+                    .is_some_and(|v| v["first"] == true);
+                match &self.op {
+                    Op::Enter(enter) if first => Step::Answer(pages::entered(&enter.set_cookie)),
+                    // Spent already (or the hub did not answer): as if the
+                    // link never existed.
+                    _ => Step::Answer(super::unknown(&self.path)),
+                }
             }
             Stage::Pause => {
                 let ok = answers.first().is_some_and(|a| a.status == 200);
@@ -338,7 +379,7 @@ impl Job {
                 Step::Answer(Reply::new(super::json(200, &json!({ "tools": tools }))))
             }
             Op::Show(id) => {
-                let Some(object) = self.object_of(id) else {
+                let Some(object) = self.object_of(server, id) else {
                     return self.answer_detail(server, None);
                 };
                 self.stage = Stage::Show;
@@ -362,10 +403,12 @@ impl Job {
         }
     }
 
-    /// The object that keeps the call `id`.
-    fn object_of(&self, id: &str) -> Option<String> {
+    /// The object that keeps the call `id` (`None`: no call this server
+    /// could have made, so no object is named for it).
+    fn object_of(&self, server: &Server, id: &str) -> Option<String> {
         if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            return Some(crate::host::route::call_object_name(call_id));
+            let route = crate::host::route::is_call_id(call_id, server.config.call_shards);
+            return route.then(|| crate::host::route::call_object_name(call_id));
         }
         let handle = if id.starts_with(TASK_PREFIX) {
             id
@@ -437,7 +480,7 @@ impl Job {
         let mut by_object: BTreeMap<String, Vec<String>> = BTreeMap::new();
         let mut unknown = Done::default();
         for id in ids {
-            match self.object_of(&id) {
+            match self.object_of(server, &id) {
                 Some(o) => by_object.entry(o).or_default().push(id),
                 None => {
                     unknown.skipped.insert(id, "not found".into());
@@ -448,7 +491,6 @@ impl Job {
             return self.acted(server, Vec::new());
         }
         self.stage = Stage::Act;
-        let _ = server;
         Step::Ask(
             by_object
                 .into_iter()

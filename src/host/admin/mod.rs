@@ -54,12 +54,12 @@ pub enum Operator {
 /// The answer to an admin request without a valid credential: the very
 /// answer a path that does not exist gets.
 pub fn not_there(req: &HttpRequest) -> Reply {
-    let path = req.path.split('?').next().unwrap_or(&req.path);
-    let e = McpError::new(
-        ErrorKind::UnknownPath,
-        format!("Not found: {path} is not an MCP endpoint; use /mcp"),
-    );
-    Reply::new(error_response(&e, None))
+    unknown(&req.path)
+}
+
+/// [`not_there`] for the request at `path`.
+fn unknown(path: &str) -> Reply {
+    Reply::new(error_response(&McpError::unknown_path(path), None))
 }
 
 /// Who sends `req`, by what it carries: an `ADMIN_TOKENS` bearer token, the
@@ -80,8 +80,10 @@ pub fn operator(server: &Server, req: &HttpRequest, now_ms: u64) -> Operator {
         if let Some(name) = pass::from_cookie(server, req, now_ms) {
             return Operator::Yes(name);
         }
-        // A sign-in link is its own credential (`pages::enter` checks it).
-        if path == "/admin/enter" {
+        // A sign-in link is its own credential (`pages::enter` checks it),
+        // opened by a browser's GET; any other request there is refused
+        // as any path without a credential is.
+        if path == "/admin/enter" && req.method == "GET" {
             return Operator::Yes(String::new());
         }
     }

@@ -45,6 +45,9 @@ pub(crate) enum Ask {
     Pause,
     /// The hub: resume `tool`.
     Resume,
+    /// The hub: spend the console sign-in link whose nonce is `ids[0]`
+    /// (kept until `until_ms`); answers whether this was its first use.
+    SpendLink,
 }
 
 /// The body of an object's admin request.
@@ -57,6 +60,9 @@ pub(crate) struct Body {
     /// The operator's name (written into a cancelled call's history).
     #[serde(default)]
     pub(crate) operator: String,
+    /// Until when a mark is kept ([`Ask::SpendLink`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) until_ms: Option<u64>,
 }
 
 /// The hub's answer to [`Ask::Entries`].
@@ -140,6 +146,12 @@ fn answer(
             paused: stores.index.paused_tools()?,
         })),
         Ask::Paused => Ok(ok(&stores.index.paused_tools()?)),
+        Ask::SpendLink => {
+            let nonce = body.ids.first().map(String::as_str).unwrap_or_default();
+            let until = body.until_ms.unwrap_or_default();
+            let first = !nonce.is_empty() && stores.index.spend_link(nonce, until, env.now_ms)?;
+            Ok(ok(&json!({ "first": first })))
+        }
         Ask::Pause | Ask::Resume => {
             let tool = body.tool.as_deref().unwrap_or_default();
             stores.index.set_paused(tool, op == Ask::Pause)?;

@@ -5,7 +5,7 @@
 //! `X-Frame-Options: DENY`, `no-referrer`, `nosniff`, `no-store`).
 
 use super::pass;
-use super::request::{filter_of, query, Op};
+use super::request::{filter_of, query, Enter, Op};
 use crate::admin::{console, CallDetail, Filter, Listing};
 use crate::effects::Reply;
 use crate::http::{Body, HttpRequest, HttpResponse};
@@ -94,7 +94,10 @@ pub(super) fn parse(
     now_ms: u64,
 ) -> Result<(Op, Page), Reply> {
     if path == "/admin/enter" && req.method == "GET" {
-        return Err(enter(server, req, now_ms));
+        let page = Page {
+            csrf: String::new(),
+        };
+        return enter(server, req, now_ms).map(|op| (op, page));
     }
     // Only a browser signed in to the console gets pages: a bearer token
     // is for the API (its posts would carry no form token).
@@ -149,21 +152,33 @@ pub(super) fn parse(
     Ok((op, page))
 }
 
-/// `GET /admin/enter?pass=…`: a sign-in link opened. Its pass becomes the
-/// console's cookie, and the browser goes on to the console (the pass
-/// leaves the address bar at once).
-fn enter(server: &Server, req: &HttpRequest, now_ms: u64) -> Reply {
+/// `GET /admin/enter?pass=…`: a sign-in link opened. A pass that verifies
+/// (for an operator still in force) is spent next ([`Op::Enter`]); once
+/// spent, it becomes the console's cookie and the browser goes on to the
+/// console (the pass leaves the address bar at once).
+fn enter(server: &Server, req: &HttpRequest, now_ms: u64) -> Result<Op, Reply> {
     let pass = query(&req.path)
         .into_iter()
         .find(|(k, _)| k == "pass")
         .map(|(_, v)| v);
-    let operator = pass.and_then(|p| pass::open_link(server, &p, now_ms));
-    let Some(cookie) = operator.and_then(|op| pass::console(server, &op, now_ms)) else {
-        return super::not_there(req);
+    let link = pass.and_then(|p| pass::open_link(server, &p, now_ms));
+    let Some((link, cookie)) = link.and_then(|l| pass::console(server, &l, now_ms).map(|c| (l, c)))
+    else {
+        return Err(super::not_there(req));
     };
     let secure = !crate::auth::is_loopback(req.header("host").unwrap_or_default());
+    Ok(Op::Enter(Box::new(Enter {
+        nonce: link.nonce,
+        until_ms: link.exp,
+        set_cookie: pass::set_cookie(&cookie, secure),
+    })))
+}
+
+/// The answer to a spent link's first use: the cookie, and on to the
+/// console.
+pub(super) fn entered(set_cookie: &str) -> Reply {
     let mut r = see_other("/admin");
     r.headers
-        .push(("set-cookie".into(), pass::set_cookie(&cookie, secure)));
+        .push(("set-cookie".into(), set_cookie.to_string()));
     Reply::new(r)
 }

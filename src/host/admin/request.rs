@@ -26,6 +26,16 @@ pub(crate) enum Op {
         tool: String,
         pause: bool,
     },
+    /// A console sign-in link opened: spend it, then sign the browser in.
+    Enter(Box<Enter>),
+}
+
+/// A sign-in link that verified, and the console cookie it becomes once
+/// it is spent (its first use).
+pub(crate) struct Enter {
+    pub(crate) nonce: String,
+    pub(crate) until_ms: u64,
+    pub(crate) set_cookie: String,
 }
 
 /// Reads a duration: ms, or a number with `s`, `m`, `h` or `d`.

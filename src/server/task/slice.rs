@@ -255,8 +255,12 @@ pub(super) fn mark(
     } else {
         task.caller.principal.clone()
     };
+    // A task's id is a bearer capability (whoever holds it reads, answers
+    // and cancels the task): its lines and spans name it by the digest the
+    // admin answers show.
+    let handle = crate::admin::summary::task_id(&task.task_id);
     let ended = round::Ended {
-        call_id: &task.task_id,
+        call_id: &handle,
         tool: &task.tool,
         wire: "task",
         principal: &principal,

@@ -10,9 +10,12 @@
 //! - `chains.rs`: tool-chaining fixtures (loops, endless, refused chains).
 //! - `signin.rs`: `whoami` and `release` (a durable call that steps up).
 //! - `pages.rs`: `connect` and its `/connect` page (URL-mode elicitation).
+//! - `approvals.rs`: `file_change` (an effect made of an answer, then a
+//!   pause: what an operator's export must not show).
 //! - `trap.rs`: tools that trap, only with `TRAP_TOOLS` set (recovery tests).
 //! - `../skills/`: the skills (SEP-2640) the suite reads, one folder each.
 
+mod approvals;
 mod chains;
 mod examples;
 mod fixtures;
@@ -35,6 +38,7 @@ pub fn registry(env: &Bindings) -> Result<Registry, SkillError> {
     chains::register(&mut r);
     signin::register(&mut r);
     pages::register(&mut r);
+    approvals::register(&mut r);
     if env.var("TRAP_TOOLS").is_some() {
         trap::register(&mut r);
     }

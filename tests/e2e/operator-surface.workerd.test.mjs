@@ -1,0 +1,3 @@
+// operator-surface.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './operator-surface.test.mjs';
