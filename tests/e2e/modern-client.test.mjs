@@ -51,6 +51,7 @@ const TASK_TOOLS = ['greet', 'slow_compute', 'failing_job', 'protocol_error_job'
 const SIGNIN_TOOLS = ['release', 'whoami'];
 /** The URL-elicitation fixtures (tests/fixtures-worker/src/pages.rs). */
 const PAGE_TOOLS = ['connect'];
+const APPROVAL_TOOLS = ['file_change'];
 /** The chaining fixtures (tests/fixtures-worker/src/chains.rs). */
 const CHAIN_TOOLS = ['chain_loop', 'chain_step', 'chain_start', 'chain_to_unlisted', 'chain_bad_arguments'];
 
@@ -133,7 +134,7 @@ test('the client lists every tool, examples and fixtures, sorted by name', async
   const { tools } = await main.client.listTools({}, { cacheMode: 'bypass' });
   const names = tools.map((t) => t.name);
   assert.deepEqual(names, [...names].sort(), 'tools are sorted by name');
-  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS, ...TASK_TOOLS, ...CHAIN_TOOLS, ...SIGNIN_TOOLS, ...PAGE_TOOLS].sort());
+  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS, ...TASK_TOOLS, ...CHAIN_TOOLS, ...SIGNIN_TOOLS, ...PAGE_TOOLS, ...APPROVAL_TOOLS].sort());
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.deepEqual(deploy.inputSchema.required, ['service']);
