@@ -5,6 +5,7 @@
 //!   MCP Apps views ([`app::ui`]), skills ([`app::skills`], [`include_skills!`]).
 //! - [`auth`]: who is calling: the bearer credential, `API_TOKENS`.
 //! - [`engine`]: the replay engine, [`Cx`] and the journal.
+//! - [`kept`]: a kept call's one lifecycle: its status and the machine that moves it.
 //! - [`server`]: classify a request, dispatch it, build the reply.
 //! - [`session`]: the 2025-11-25 session wire (one Durable Object per session).
 //! - [`host`]: which Durable Object serves what; what an object does.
@@ -29,6 +30,7 @@ mod entry;
 pub mod error;
 pub mod host;
 pub mod http;
+pub mod kept;
 pub mod outbound;
 pub mod protocol;
 pub mod replay;

@@ -108,6 +108,10 @@ pub struct TestServer {
     /// The log lines the server wrote (each round's line and span), oldest
     /// first, as the Worker writes them to the console.
     pub logs: Vec<String>,
+    /// The largest row each object's storage takes from now on, as
+    /// SQLite's (`None`: any; [`crate::store::WORKERD_ROW_LIMIT`] is local
+    /// workerd's): set before the objects it applies to are first used.
+    pub row_limit: Option<usize>,
 }
 
 /// The native stand-in for the issuer's keys and WebCrypto: a signature
@@ -222,6 +226,7 @@ impl TestServer {
             props: None,
             seen: Default::default(),
             logs: Vec::new(),
+            row_limit: None,
         }
     }
 
@@ -314,7 +319,7 @@ impl TestServer {
                 let Ok(Some(call)) = o.call.load(&id) else {
                     continue;
                 };
-                if call.status == crate::store::CallStatus::Completed {
+                if call.status.is_final() {
                     continue;
                 }
                 if let Some(inv) = call.journal.invocation.clone() {
@@ -395,7 +400,15 @@ impl TestServer {
 
     fn in_object(&mut self, name: &str, req: &HttpRequest, env: &Env) -> Reply {
         self.requests.object_requests += 1;
-        let object = self.objects.entry(name.to_string()).or_default();
+        let limit = self.row_limit;
+        let object = self.objects.entry(name.to_string()).or_insert_with(|| {
+            let o = TestObject::default();
+            if let Some(bytes) = limit {
+                o.call.limit_rows(bytes);
+                o.task.limit_rows(bytes);
+            }
+            o
+        });
         let stores = Stores {
             call: &object.call,
             session: &object.session,

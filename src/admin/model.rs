@@ -32,60 +32,8 @@ impl Kind {
     }
 }
 
-/// Where a call is, as an operator reads it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Status {
-    /// Paused: waiting for the client (a person's answer, the client's
-    /// model, its roots) or for a timer.
-    Waiting,
-    /// A round is running (or a task works).
-    Working,
-    /// Kept as it was because the code changed so that it cannot be
-    /// replayed, or because its tool is paused: it goes on after a fix, a
-    /// rollback or a resume.
-    Parked,
-    /// Finished with a result.
-    Completed,
-    /// Finished with an error (a JSON-RPC error or a tool's error result).
-    Failed,
-    /// Cancelled by an operator or the client.
-    Cancelled,
-}
-
-impl Status {
-    /// Every status, in the order tables show them.
-    pub const ALL: [Status; 6] = [
-        Status::Waiting,
-        Status::Working,
-        Status::Parked,
-        Status::Completed,
-        Status::Failed,
-        Status::Cancelled,
-    ];
-
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Waiting => "waiting",
-            Self::Working => "working",
-            Self::Parked => "parked",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Reads a wire name.
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|st| st.as_str() == s)
-    }
-
-    /// Nothing will happen to it any more.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
+/// Where a call is, as an operator reads it: the kept call's one status.
+pub use crate::kept::Status;
 
 /// One call in a listing.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

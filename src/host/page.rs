@@ -413,10 +413,11 @@ async fn complete(
             let Some(mut call) = stores.call.load(call_id)? else {
                 return Ok(Err(404));
             };
-            match call.status {
-                CallStatus::AwaitingInput => {}
-                CallStatus::Running => return Ok(Err(409)),
-                CallStatus::Completed | CallStatus::Cancelled => return Ok(Err(404)),
+            // A page completed: a wake, as the machine sees it.
+            match crate::kept::transition(call.kept_status(), crate::kept::Event::Wake) {
+                crate::kept::Transition::To(_) => {}
+                crate::kept::Transition::No("running") => return Ok(Err(409)),
+                _ => return Ok(Err(404)),
             }
             if call
                 .journal

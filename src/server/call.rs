@@ -20,6 +20,7 @@ use crate::engine::{
     digest_json, ClientCaps, InputRequest, Invocation, Journal, RoundEnd, Run, TaskMode,
 };
 use crate::error::{ErrorKind, McpError};
+use crate::kept;
 use crate::protocol::params::State;
 use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
@@ -326,6 +327,18 @@ impl<'a> Call<'a> {
     ) -> Result<Round, McpError> {
         let now = ctx.env.now_ms;
         let (end, why) = round::end_of(&step);
+        // A round that awaited (its claim written) may have let another
+        // request in: an operator's cancel, or a retry that took over a
+        // claim it thought dead and finished. What got there first stays.
+        if let (Some((d, _)), true) = (before, claimed) {
+            if let Some(row) = d.store.load(&d.call_id)? {
+                match kept::may_store(row.kept_status(), end) {
+                    Ok(_) => {}
+                    Err("cancelled") => return Err(cancelled_by_operator()),
+                    Err(_) => return Err(refused("already used (this round was answered before)")),
+                }
+            }
+        }
         let sid = self.sid(ctx);
         let ended = round::Ended {
             call_id: &sid,
@@ -341,6 +354,12 @@ impl<'a> Call<'a> {
         // the round found it, its trail marked.
         let marked = |journal: &Journal, answers: bool| {
             let mut j = journal.clone();
+            // What the call runs, kept with it (a call rebuilt from its
+            // token after storage was lost has none yet).
+            j.invocation.get_or_insert_with(|| Invocation {
+                tool: self.target_name.clone(),
+                arguments: input.args.clone(),
+            });
             if answers {
                 j.accept_answers(input.answers.clone());
             }
@@ -359,9 +378,13 @@ impl<'a> Call<'a> {
             Step::Done(v) => RoundOutcome::Complete(v),
             Step::Refused(m) => {
                 match before {
-                    Some((d, before)) => {
-                        finish(d, &marked(before, true), CallStatus::Completed, now, None)?
-                    }
+                    Some((d, before)) => finish(
+                        (server, &ended),
+                        d,
+                        &marked(before, true),
+                        CallStatus::Completed,
+                        None,
+                    )?,
                     None => logged(),
                 }
                 return Err(McpError::invalid_params(m));
@@ -386,10 +409,10 @@ impl<'a> Call<'a> {
                 let parked = end == RoundEnd::Parked;
                 match before.as_ref().filter(|_| claimed || parked) {
                     Some((d, before)) => finish(
+                        (server, &ended),
                         d,
                         &marked(before, false),
                         CallStatus::AwaitingInput,
-                        now,
                         None,
                     )?,
                     None => logged(),
@@ -406,10 +429,10 @@ impl<'a> Call<'a> {
             Some((d, before)) => {
                 let reply = stored_reply(before.round, &self.answers_digest, &round)?;
                 finish(
+                    (server, &ended),
                     d,
                     &marked(before, true),
                     CallStatus::Completed,
-                    now,
                     Some(reply),
                 )?;
             }
@@ -493,17 +516,15 @@ impl<'a> Call<'a> {
         };
         let stored = stored_reply(round_before, &self.answers_digest, &reply)?;
         round::record(server, Some(&mut journal), RoundEnd::Paused, None, ended);
-        d.store.save(
-            &d.call_id,
-            &StoredCall {
-                version: journal.round,
-                status: CallStatus::AwaitingInput,
-                claimed_at_ms: 0,
-                journal,
-                last_reply: Some(stored),
-                updated_ms: now,
-            },
-        )?;
+        let row = StoredCall {
+            version: journal.round,
+            status: CallStatus::AwaitingInput,
+            claimed_at_ms: 0,
+            journal,
+            last_reply: Some(stored),
+            updated_ms: now,
+        };
+        save_or_fail(server, d, &row, ended)?;
         // Stored for the first time: its object arms the idle alarm.
         d.created.set(self.claims.is_none() || d.created.get());
         Ok(reply)
@@ -641,26 +662,42 @@ fn claim(
             j
         }
         Some(s) => {
-            if s.status == CallStatus::Cancelled {
-                return Err(cancelled_by_operator());
-            }
-            if s.status == CallStatus::Completed || s.version != c.round {
-                let exact = s
-                    .last_reply
-                    .as_ref()
-                    .filter(|r| r.round == c.round && r.answers == answers);
-                return match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
-                    Some(Ok(round)) => Ok(Claimed::Replay(round)),
-                    _ => Err(refused("already used (this round was answered before)")),
-                };
-            }
-            if s.status == CallStatus::Running
-                && now_ms.saturating_sub(s.claimed_at_ms) < timeout_ms
-            {
-                return Err(McpError::new(
-                    ErrorKind::Conflict,
-                    "Conflict: another retry of this round is running",
-                ));
+            // A claim older than the timeout died with its isolate: the
+            // call waits for this retry as if it had never been claimed.
+            let stale = s.status == CallStatus::Running
+                && now_ms.saturating_sub(s.claimed_at_ms) >= timeout_ms;
+            let status = if stale {
+                kept::Status::Waiting
+            } else {
+                s.kept_status()
+            };
+            let exact = s
+                .last_reply
+                .as_ref()
+                .filter(|r| r.round == c.round && r.answers == answers);
+            let replay = || match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
+                Some(Ok(round)) => Ok(Claimed::Replay(round)),
+                // A call that ended failed with no reply to give (its state
+                // could not be stored): why, again.
+                _ if status == kept::Status::Failed && s.last_reply.is_none() => {
+                    let why = crate::admin::summary::last_end(&s.journal)
+                        .and_then(|(_, why)| why)
+                        .unwrap_or_default();
+                    Err(McpError::internal(format!("The call failed: {why}")))
+                }
+                _ => Err(refused("already used (this round was answered before)")),
+            };
+            match kept::transition(status, kept::Event::Claim) {
+                kept::Transition::No("cancelled") => return Err(cancelled_by_operator()),
+                kept::Transition::No("running") if s.version == c.round => {
+                    return Err(McpError::new(
+                        ErrorKind::Conflict,
+                        "Conflict: another retry of this round is running",
+                    ))
+                }
+                kept::Transition::To(_) if s.version == c.round => {}
+                // Finished (a tombstone too), or a round answered before.
+                _ => return replay(),
             }
             s.journal
         }
@@ -685,21 +722,67 @@ pub(crate) fn cancelled_by_operator() -> McpError {
 }
 
 fn finish(
+    (server, ended): (&Server, &round::Ended<'_>),
     d: &Durable<'_>,
     journal: &Journal,
     status: CallStatus,
-    now_ms: u64,
     last_reply: Option<StoredReply>,
 ) -> Result<(), McpError> {
-    d.store.save(
-        &d.call_id,
-        &StoredCall {
-            version: journal.round,
-            status,
-            claimed_at_ms: now_ms,
-            journal: journal.clone(),
-            last_reply,
-            updated_ms: now_ms,
-        },
-    )
+    let row = StoredCall {
+        version: journal.round,
+        status,
+        claimed_at_ms: ended.now_ms,
+        journal: journal.clone(),
+        last_reply,
+        updated_ms: ended.now_ms,
+    };
+    save_or_fail(server, d, &row, ended)
+}
+
+/// Stores a round's end; when that fails (a row too large, storage
+/// down), the call ends failed in a row that does store (its end alone),
+/// so that no retry runs the round — and its effects — again: the round's
+/// client and every retry get the error, and an error line is logged.
+fn save_or_fail(
+    server: &Server,
+    d: &Durable<'_>,
+    row: &StoredCall,
+    ended: &round::Ended<'_>,
+) -> Result<(), McpError> {
+    let Err(e) = d.store.save(&d.call_id, row) else {
+        return Ok(());
+    };
+    let why = format!(
+        "its state could not be stored ({}): the call ends here, so that no retry runs its \
+         effects again",
+        e.message
+    );
+    let failed = McpError::internal(format!("The call failed: {why}"));
+    let mut journal = Journal {
+        round: row.journal.round,
+        invocation: row.journal.invocation.clone(),
+        ..Journal::new()
+    };
+    let ended = round::Ended {
+        error: Some((failed.code(), format!("{:?}", failed.kind))),
+        traceparent: ended.traceparent,
+        ..*ended
+    };
+    round::record(
+        server,
+        Some(&mut journal),
+        RoundEnd::Failed,
+        Some(&why),
+        &ended,
+    );
+    let end = StoredCall {
+        version: row.version,
+        status: CallStatus::Completed,
+        claimed_at_ms: 0,
+        journal,
+        last_reply: None,
+        updated_ms: row.updated_ms,
+    };
+    d.store.save(&d.call_id, &end).map_err(|_| e)?;
+    Err(failed)
 }

@@ -277,6 +277,21 @@ pub(super) async fn run_claimed(
         .advance(store, env, meta, turn, call)
         .await;
     call.claimed_at_ms = 0;
+    // The rounds awaited: an operator's cancel may have come in. What got
+    // there first stays (its error is on the call's stream already), and
+    // this round's messages are dropped.
+    if let Some(now) = store.call(&call.stream)? {
+        let end = call
+            .journal
+            .trail
+            .as_ref()
+            .and_then(|t| t.marks.last())
+            .map_or(crate::engine::RoundEnd::Paused, |m| m.end);
+        if crate::kept::may_store(now.summary(meta).status, end).is_err() {
+            *call = now;
+            return Ok(Vec::new());
+        }
+    }
     Ok(messages)
 }
 

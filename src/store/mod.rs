@@ -24,6 +24,11 @@ pub enum CallStatus {
     Completed,
     /// Cancelled by an operator: a retry gets `-32800`.
     Cancelled,
+    /// A tombstone (see [`crate::kept`]): a finished call purged by an
+    /// operator or past its retention, kept unlisted until no token can
+    /// name it, so a token still naming it gets its end (its last trail
+    /// mark and reply), never a rebuild.
+    Purged,
 }
 
 /// One durable call as stored.
@@ -59,18 +64,61 @@ pub struct StoredReply {
 }
 
 impl StoredCall {
+    /// Where the call is in its lifecycle ([`crate::kept`]). A tombstone
+    /// is where it ended.
+    pub fn kept_status(&self) -> Status {
+        let j = &self.journal;
+        let ended = || match summary::last_end(j) {
+            Some((RoundEnd::Failed, _)) => Status::Failed,
+            Some((RoundEnd::Cancelled, _)) => Status::Cancelled,
+            _ => Status::Completed,
+        };
+        match self.status {
+            CallStatus::Running => Status::Working,
+            CallStatus::AwaitingInput => summary::paused(j),
+            CallStatus::Completed => match ended() {
+                Status::Cancelled => Status::Completed,
+                s => s,
+            },
+            CallStatus::Cancelled => Status::Cancelled,
+            CallStatus::Purged => ended(),
+        }
+    }
+
+    /// The tombstone this finished call leaves (see [`CallStatus::Purged`]):
+    /// its end (the last mark of its trail, the reply an exact retry
+    /// gets), nothing of its answers or effects.
+    pub fn tombstone(&self) -> StoredCall {
+        let last = self
+            .journal
+            .trail
+            .as_ref()
+            .and_then(|t| t.marks.last().cloned());
+        let mut journal = Journal {
+            round: self.journal.round,
+            ..Journal::new()
+        };
+        if let Some(mark) = last {
+            journal
+                .trail
+                .get_or_insert_with(Default::default)
+                .marks
+                .push(mark);
+        }
+        StoredCall {
+            version: self.version,
+            status: CallStatus::Purged,
+            claimed_at_ms: 0,
+            journal,
+            last_reply: self.last_reply.clone(),
+            updated_ms: self.updated_ms,
+        }
+    }
+
     /// The call as an operator's listing shows it (admin id `d.<id>`).
     pub fn summary(&self, call_id: &str) -> CallSummary {
         let j = &self.journal;
-        let status = match self.status {
-            CallStatus::Running => Status::Working,
-            CallStatus::AwaitingInput => summary::paused(j),
-            CallStatus::Completed => match summary::last_end(j) {
-                Some((RoundEnd::Failed, _)) => Status::Failed,
-                _ => Status::Completed,
-            },
-            CallStatus::Cancelled => Status::Cancelled,
-        };
+        let status = self.kept_status();
         let tool = j
             .invocation
             .as_ref()
@@ -160,21 +208,24 @@ pub trait CallStore {
     fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError>;
     /// Writes call `id` (insert or replace).
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError>;
-    /// Forgets every call that last changed at or before `cutoff_ms`, and
-    /// every finished one (completed, cancelled) at or before
-    /// `finished_cutoff_ms`; says when the oldest remaining one last
-    /// changed (`None`: none left).
+    /// Forgets every call that last changed at or before `cutoff_ms` (no
+    /// token can name it any more), and makes every finished one
+    /// (completed, cancelled) that last changed at or before
+    /// `finished_cutoff_ms` a tombstone ([`StoredCall::tombstone`]: it is
+    /// kept, unlisted, until the first cutoff takes it); says when the
+    /// oldest remaining one last changed (`None`: none left).
     fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError>;
-    /// Every call it holds, with its id (an operator's listing).
+    /// Every call it holds, with its id (an operator's listing), but the
+    /// tombstones.
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
-    /// Forgets call `id` (an operator's purge).
+    /// Forgets call `id`.
     fn delete(&self, id: &str) -> Result<(), McpError>;
 }
 
 impl CallStatus {
     /// Nothing will happen to it any more.
     pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Cancelled)
+        matches!(self, Self::Completed | Self::Cancelled | Self::Purged)
     }
 }
 
@@ -183,6 +234,27 @@ impl CallStatus {
 pub struct MemoryStore {
     calls: RefCell<BTreeMap<String, StoredCall>>,
     writes: std::cell::Cell<u64>,
+    /// The largest row it takes, as serialized (`None`: any).
+    row_limit: std::cell::Cell<Option<usize>>,
+}
+
+/// The largest row local workerd's SQLite takes (Cloudflare documents
+/// 2 MB): a test store given it refuses what a Durable Object would.
+pub const WORKERD_ROW_LIMIT: usize = 2_200_000;
+
+/// Whether a row of `value` fits `limit` (its JSON size, roughly what a
+/// row's columns hold): the error a Durable Object's storage gives, if not.
+pub(crate) fn fits(limit: Option<usize>, value: &impl Serialize) -> Result<(), McpError> {
+    let Some(limit) = limit else {
+        return Ok(());
+    };
+    let size = serde_json::to_vec(value).map_or(0, |v| v.len());
+    if size > limit {
+        return Err(McpError::internal(format!(
+            "durable storage failed: string or blob too big: SQLITE_TOOBIG ({size} bytes)"
+        )));
+    }
+    Ok(())
 }
 
 impl MemoryStore {
@@ -194,6 +266,11 @@ impl MemoryStore {
     /// How many rows were written (what SQLite storage would bill).
     pub fn writes(&self) -> u64 {
         self.writes.get()
+    }
+
+    /// Refuses rows larger than `bytes` from now on, as SQLite does.
+    pub fn limit_rows(&self, bytes: usize) {
+        self.row_limit.set(Some(bytes));
     }
 
     /// The ids of the calls it holds.
@@ -218,6 +295,7 @@ impl CallStore for MemoryStore {
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError> {
+        fits(self.row_limit.get(), call)?;
         self.writes.set(self.writes.get() + 1);
         self.calls.borrow_mut().insert(id.to_string(), call.clone());
         Ok(())
@@ -226,11 +304,16 @@ impl CallStore for MemoryStore {
     fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError> {
         let mut calls = self.calls.borrow_mut();
         let before = calls.len();
-        calls.retain(|_, c| {
-            c.updated_ms > cutoff_ms && (!c.status.is_final() || c.updated_ms > finished_cutoff_ms)
-        });
-        let gone = (before - calls.len()) as u64;
-        self.writes.set(self.writes.get() + gone);
+        calls.retain(|_, c| c.updated_ms > cutoff_ms);
+        let mut writes = (before - calls.len()) as u64;
+        for c in calls.values_mut() {
+            let finished = matches!(c.status, CallStatus::Completed | CallStatus::Cancelled);
+            if finished && c.updated_ms <= finished_cutoff_ms {
+                *c = c.tombstone();
+                writes += 1;
+            }
+        }
+        self.writes.set(self.writes.get() + writes);
         Ok(calls.values().map(|c| c.updated_ms).min())
     }
 
@@ -239,6 +322,7 @@ impl CallStore for MemoryStore {
             .calls
             .borrow()
             .iter()
+            .filter(|(_, v)| v.status != CallStatus::Purged)
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect())
     }

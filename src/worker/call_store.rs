@@ -137,7 +137,8 @@ impl CallStore for SqliteStore<'_> {
     fn list(&self) -> std::result::Result<Vec<(String, StoredCall)>, McpError> {
         let rows = super::sql::rows::<Row>(
             &self.sql,
-            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls",
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
+             WHERE status != 'purged'",
             Vec::new(),
         )
         .map_err(storage_error)?
@@ -168,13 +169,26 @@ impl CallStore for SqliteStore<'_> {
         // An object that never stored a call has no table: nothing to sweep.
         let swept = super::sql::run(
             &self.sql,
-            "DELETE FROM durable_calls WHERE updated_at <= ? \
-             OR (status IN ('completed', 'cancelled') AND updated_at <= ?)",
-            vec![int(cutoff_ms), int(finished_cutoff_ms)],
+            "DELETE FROM durable_calls WHERE updated_at <= ?",
+            vec![int(cutoff_ms)],
         )
         .map_err(storage_error)?;
         if !swept {
             return Ok(None);
+        }
+        // Finished calls past their retention become tombstones (a sweep
+        // runs a 64th of the TTL apart: few rows each time).
+        let finished = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
+             WHERE status IN ('completed', 'cancelled') AND updated_at <= ?",
+            vec![int(finished_cutoff_ms)],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        for mut r in finished {
+            let id = std::mem::take(&mut r.id);
+            self.save(&id, &r.call()?.tombstone())?;
         }
         let oldest = super::sql::rows::<Oldest>(
             &self.sql,

@@ -199,8 +199,22 @@ fn api(
                 serde_json::from_slice(&req.body)
                     .map_err(|e| bad(format!("the body does not read: {e}")))?
             };
-            let mut status: Vec<Status> =
-                body.status.into_iter().filter(|s| s.is_final()).collect();
+            // Only a finished call can be purged: asking for another
+            // status is a mistake to say, not to turn into "every
+            // finished call" (or into nothing).
+            let live: Vec<&str> = body
+                .status
+                .iter()
+                .filter(|s| !s.is_final())
+                .map(|s| s.as_str())
+                .collect();
+            if !live.is_empty() {
+                return Err(bad(format!(
+                    "purge takes only finished calls (completed, failed, cancelled); not {}",
+                    live.join(", ")
+                )));
+            }
+            let mut status = body.status;
             if status.is_empty() {
                 status = vec![Status::Completed, Status::Failed, Status::Cancelled];
             }

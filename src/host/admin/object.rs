@@ -14,6 +14,7 @@ use crate::effects::{Effect, Reply};
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
+use crate::kept::{self, Event, Transition};
 use crate::replay::PausedCall;
 use crate::server::task::TaskHost;
 use crate::server::{error_response, Env, Server};
@@ -203,7 +204,11 @@ fn not_found(id: &str) -> McpError {
 /// One call whole.
 fn show(server: &Server, stores: &Stores<'_>, id: &str) -> Result<CallDetail, McpError> {
     if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-        let call = stores.call.load(call_id)?.ok_or_else(|| not_found(id))?;
+        let call = stores
+            .call
+            .load(call_id)?
+            .filter(|c| c.status != CallStatus::Purged)
+            .ok_or_else(|| not_found(id))?;
         let s = call.summary(call_id);
         let args = call
             .journal
@@ -269,6 +274,7 @@ fn cancel(server: &Server, stores: &Stores<'_>, env: &Env, body: &Body) -> Resul
                             Ok(())
                         }
                         None => Err("already finished"),
+                        // (Refused by the machine: a finished task.)
                     }
                 }
                 _ => Err("not found"),
@@ -298,12 +304,15 @@ fn cancel_durable(
     let Some(mut call) = stores.call.load(call_id)? else {
         return Ok(Err("not found"));
     };
-    if call.status.is_final() {
-        return Ok(Err("already finished"));
+    if call.status == CallStatus::Purged {
+        return Ok(Err("not found"));
     }
-    // A round running at this moment (rounds are short; a claim is held
-    // only while one awaits) still stores its end over this: the listing
-    // then shows it, and it can be cancelled again.
+    if let Transition::No(why) = kept::transition(call.kept_status(), Event::Cancel) {
+        return Ok(Err(why));
+    }
+    // A round running at this moment (a claim is held only while one
+    // awaits) finds this when it ends and stores nothing over it: its
+    // client, and every retry, gets `-32800`.
     call.status = CallStatus::Cancelled;
     call.updated_ms = now_ms;
     call.last_reply = None;
@@ -332,8 +341,8 @@ fn cancel_session_call(
     else {
         return Ok(Err("not found"));
     };
-    if call.state.is_final() {
-        return Ok(Err("already finished"));
+    if let Transition::No(why) = kept::transition(call.summary(&meta).status, Event::Cancel) {
+        return Ok(Err(why));
     }
     call.state = crate::session::CallState::Cancelled;
     call.journal
@@ -401,46 +410,54 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
     Ok(out)
 }
 
-/// Forgets the finished calls named: a durable call's row; a task's whole
-/// object (and its index entry). A session's calls go with the session.
+/// Purges the finished calls named, as the machine says ([`kept`]): a
+/// durable call's row becomes a tombstone (unlisted; its end kept for the
+/// tokens that may still name it, until its TTL); a task's whole object
+/// goes (and its index entry). A session's calls go with the session.
 fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
     let mut done = Done::default();
     let mut effects = Vec::new();
     for id in ids {
-        if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
+        let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
             match stores.call.load(call_id)? {
-                Some(c) if c.status.is_final() => {
-                    stores.call.delete(call_id)?;
-                    done.done.push(id.clone());
-                }
-                Some(_) => {
-                    done.skipped.insert(id.clone(), "not finished".into());
-                }
-                None => {
-                    done.skipped.insert(id.clone(), "not found".into());
-                }
+                // Purged already: nothing more to do (purge is idempotent).
+                Some(c) if c.status == CallStatus::Purged => Ok(()),
+                Some(c) => match kept::transition(c.kept_status(), Event::Purge) {
+                    // Kept, unlisted, until no token can name it: a token
+                    // still naming it gets its end, never a rebuild.
+                    Transition::Tombstone => stores.call.save(call_id, &c.tombstone()).map(Ok)?,
+                    Transition::No(why) => Err(why),
+                    _ => Err("not finished"),
+                },
+                None => Err("not found"),
             }
         } else if id.starts_with(TASK_PREFIX) {
             match stores.task.load()? {
-                Some(t) if t.status.is_terminal() && summary::task_id(&t.task_id) == *id => {
-                    effects.push(Effect::DeleteStorage);
-                    effects.push(Effect::Indexed(crate::admin::index::IndexChange::Remove(
-                        id.clone(),
-                    )));
-                    done.done.push(id.clone());
+                Some(t) if summary::task_id(&t.task_id) == *id => {
+                    match kept::transition(t.summary().status, Event::Purge) {
+                        // A task id is its own capability and nothing
+                        // rebuilds a task: its object goes whole.
+                        Transition::Tombstone => {
+                            effects.push(Effect::DeleteStorage);
+                            effects.push(Effect::Indexed(
+                                crate::admin::index::IndexChange::Remove(id.clone()),
+                            ));
+                            Ok(())
+                        }
+                        Transition::No(why) => Err(why),
+                        _ => Err("not finished"),
+                    }
                 }
-                Some(_) => {
-                    done.skipped.insert(id.clone(), "not finished".into());
-                }
-                None => {
-                    done.skipped.insert(id.clone(), "not found".into());
-                }
+                _ => Err("not found"),
             }
         } else {
-            done.skipped.insert(
-                id.clone(),
-                "a session's calls go with the session (its idle TTL)".into(),
-            );
+            Err("a session's calls go with the session (its idle TTL)")
+        };
+        match outcome {
+            Ok(()) => done.done.push(id.clone()),
+            Err(why) => {
+                done.skipped.insert(id.clone(), why.into());
+            }
         }
     }
     Ok(Reply {

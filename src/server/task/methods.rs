@@ -141,7 +141,10 @@ pub(crate) fn cancel_task(
     now: u64,
     why: &str,
 ) -> Result<Option<Vec<crate::effects::Effect>>, McpError> {
-    if t.status.is_terminal() {
+    if !matches!(
+        crate::kept::transition(t.summary().status, crate::kept::Event::Cancel),
+        crate::kept::Transition::To(_)
+    ) {
         return Ok(None);
     }
     t.status = TaskStatus::Cancelled;

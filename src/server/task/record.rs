@@ -146,6 +146,7 @@ pub trait TaskStore {
 pub struct MemoryTaskStore {
     task: RefCell<Option<TaskRecord>>,
     writes: std::cell::Cell<u64>,
+    row_limit: std::cell::Cell<Option<usize>>,
 }
 
 impl MemoryTaskStore {
@@ -158,6 +159,11 @@ impl MemoryTaskStore {
     pub fn writes(&self) -> u64 {
         self.writes.get()
     }
+
+    /// Refuses records larger than `bytes` from now on, as SQLite does.
+    pub fn limit_rows(&self, bytes: usize) {
+        self.row_limit.set(Some(bytes));
+    }
 }
 
 impl TaskStore for MemoryTaskStore {
@@ -166,6 +172,7 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+        crate::store::fits(self.row_limit.get(), task)?;
         self.writes.set(self.writes.get() + 1);
         *self.task.borrow_mut() = Some(task.clone());
         Ok(())

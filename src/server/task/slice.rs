@@ -155,7 +155,10 @@ pub(super) fn store(
     now_ms: u64,
 ) -> Result<Vec<Effect>, McpError> {
     task.version += 1;
-    host.store.save(&task)?;
+    if let Err(e) = host.store.save(&task) {
+        unstorable(server, &mut task, &e, now_ms);
+        host.store.save(&task).map_err(|_| e)?;
+    }
     let change = TaskChange {
         task_id: task.task_id.clone(),
         principal: task.principal.clone(),
@@ -166,6 +169,31 @@ pub(super) fn store(
         Effect::WakeAt(next_wake(server, &task, now_ms)),
         Effect::TaskChanged(change),
     ])
+}
+
+/// The task as it ends when what it came to cannot be stored (a record
+/// too large, storage down): failed, holding its end alone, so that its
+/// alarm never runs the slice — and its effects — again (a storage error
+/// left to the alarm's retries ran them without bound). An error line is
+/// logged.
+fn unstorable(server: &Server, task: &mut TaskRecord, e: &McpError, now_ms: u64) {
+    let why = format!(
+        "its state could not be stored ({}): the task ends here, so that its effects never \
+         run twice",
+        e.message
+    );
+    let failed = McpError::internal(format!("The task failed: {why}"));
+    task.status = TaskStatus::Failed;
+    task.error = Some(failed.to_error_object());
+    task.result = None;
+    task.status_message = Some(failed.message.clone());
+    task.timers.clear();
+    task.journal = crate::engine::Journal {
+        round: task.journal.round,
+        ..crate::engine::Journal::new()
+    };
+    let error = Some((failed.code(), format!("{:?}", failed.kind)));
+    mark(server, task, (RoundEnd::Failed, Some(&why), error), now_ms);
 }
 
 /// A run that failed with a JSON-RPC error.

@@ -1,0 +1,136 @@
+// A kept call's promises (issue 42's first part) against `wrangler dev`
+// (and, through the twin, plain `workerd serve`), on the durable
+// 2026-07-28 wire:
+// - 30 races of an operator's `calls cancel` against the round that runs
+//   the side effect (a slow webhook): each ends either completed once with
+//   the cancel reported as not applied, or cancelled with the client and
+//   its retries getting -32800 — never both, and the effect runs at most
+//   once;
+// - purge then the clients' retries of completed and cancelled calls: no
+//   effect runs again, no call comes back, nothing is listed (with an
+//   empty tool or at all); purge with a status that is not final: 400,
+//   nothing purged.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, VIA } from './server.mjs';
+import { callTool, startWebhook } from './webhook.mjs';
+
+const OPS = 'ops-e2e-kept-5b2e8f4a6c0d7f3c';
+const RACES = 30;
+const ELICITED = { target: { action: 'accept', content: { target: 'staging' } } };
+const SAMPLED = { safety: { role: 'assistant', content: { type: 'text', text: 'yes' }, model: 'e2e-model' } };
+
+let server;
+let hook;
+
+before(async () => {
+  hook = await startWebhook({ delayMs: 250 });
+  server = await startServer({ vars: { ADMIN_TOKENS: `ops:${OPS}`, TICKET_WEBHOOK: hook.url('/kept') } });
+});
+
+after(async () => {
+  await server?.stop();
+  await hook?.stop();
+});
+
+async function adminApi(method, path, body) {
+  const r = await fetch(new URL(server.url).origin + path, {
+    method,
+    headers: { authorization: `Bearer ${OPS}`, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: r.status, json: await r.json() };
+}
+
+const claimsOf = (state) => JSON.parse(Buffer.from(state.split('.')[1], 'base64url').toString('utf8'));
+const ticketsFor = (service) => hook.hits.filter((h) => h.body?.service === service).length;
+
+/** A deploy call at its last question (the safety sample): its args and state. */
+async function atLastQuestion(service) {
+  const args = { service };
+  const r1 = await callTool(server.url, 'deploy', args);
+  assert.equal(r1.json?.result?.resultType, 'input_required', r1.text);
+  const r2 = await callTool(server.url, 'deploy', args, { requestState: r1.json.result.requestState, inputResponses: ELICITED }, { id: 2 });
+  assert.deepEqual(Object.keys(r2.json?.result?.inputRequests ?? {}), ['safety'], r2.text);
+  const state = r2.json.result.requestState;
+  return { args, state, id: `d.${claimsOf(state).sid}` };
+}
+
+const last = (call) => callTool(server.url, 'deploy', call.args, { requestState: call.state, inputResponses: SAMPLED }, { id: 3 });
+
+const calls = [];
+
+test(`an operator's cancel races the round that runs the effect: one outcome, told truly (${VIA})`, { timeout: 5 * 60_000 }, async (t) => {
+  let cancelledN = 0;
+  for (let i = 0; i < RACES; i++) {
+    const call = await atLastQuestion(`race-${i}`);
+    calls.push(call);
+    // The round starts; the cancel comes while its webhook is held back
+    // (or, for some, just before or after the round).
+    const delay = [0, 50, 120, 200, 320, 450][i % 6];
+    const round = last(call);
+    await new Promise((ok) => setTimeout(ok, delay));
+    const cancel = await adminApi('POST', '/admin/api/calls/cancel', { ids: [call.id] });
+    const reply = await round;
+    assert.equal(cancel.status, 200, JSON.stringify(cancel.json));
+    const accepted = cancel.json.done.includes(call.id);
+    const what = `race ${i} (+${delay} ms): cancel ${JSON.stringify(cancel.json)}, client ${reply.text}`;
+    if (accepted) {
+      cancelledN++;
+      call.outcome = 'cancelled';
+      assert.equal(reply.json?.error?.code, -32800, what);
+      // Its retries: -32800 too.
+      const again = await last(call);
+      assert.equal(again.json?.error?.code, -32800, `${what}; retry ${again.text}`);
+    } else {
+      call.outcome = 'completed';
+      assert.equal(cancel.json.skipped[call.id], 'already finished', what);
+      assert.equal(reply.json?.result?.resultType, 'complete', what);
+      call.result = reply.json.result;
+      const again = await last(call);
+      assert.deepEqual(again.json?.result, call.result, `${what}; retry ${again.text}`);
+    }
+    assert.ok(ticketsFor(call.args.service) <= 1, `${what}: the effect ran ${ticketsFor(call.args.service)} times`);
+    if (call.outcome === 'completed') assert.equal(ticketsFor(call.args.service), 1, what);
+    // The listing says the same.
+    const shown = await adminApi('GET', `/admin/api/calls/${encodeURIComponent(call.id)}`);
+    assert.equal(shown.json.status, call.outcome, `${what}: shown ${JSON.stringify(shown.json.status)}`);
+  }
+  t.diagnostic(`${cancelledN} of ${RACES} cancelled, ${RACES - cancelledN} completed`);
+  assert.ok(cancelledN > 0, 'some cancels landed while the round ran');
+});
+
+test(`purge: only finished calls; afterwards no retry runs an effect or brings a call back (${VIA})`, { timeout: 5 * 60_000 }, async () => {
+  assert.ok(calls.length >= RACES, 'the races ran first');
+  // One more call, paused: purge must not take it.
+  const paused = await atLastQuestion('paused-one');
+  for (const status of [['waiting'], ['completed', 'parked'], ['working']]) {
+    const r = await adminApi('POST', '/admin/api/purge', { status });
+    assert.equal(r.status, 400, JSON.stringify(r.json));
+    assert.match(r.json.error.message, /only finished/);
+  }
+  const before = await adminApi('GET', '/admin/api/calls?limit=500');
+  assert.equal(before.json.counts.total, RACES + 1, JSON.stringify(before.json.counts));
+  const hitsBefore = hook.count();
+
+  const purged = await adminApi('POST', '/admin/api/purge', {});
+  assert.equal(purged.status, 200);
+  assert.equal(purged.json.done.length, RACES, JSON.stringify(purged.json));
+  // Again: nothing more.
+  assert.deepEqual((await adminApi('POST', '/admin/api/purge', {})).json.done, []);
+
+  // Every client comes back with its last token: its call's end, never a replay.
+  for (const call of calls) {
+    const r = await last(call);
+    if (call.outcome === 'cancelled') assert.equal(r.json?.error?.code, -32800, r.text);
+    else assert.deepEqual(r.json?.result, call.result, r.text);
+  }
+  assert.equal(hook.count(), hitsBefore, 'no effect ran again');
+  const listed = await adminApi('GET', '/admin/api/calls?limit=500');
+  assert.equal(listed.json.counts.total, 1, JSON.stringify(listed.json.calls.map((c) => [c.id, c.tool, c.status])));
+  assert.equal(listed.json.calls[0].id, paused.id);
+  assert.ok(listed.json.calls.every((c) => c.tool === 'deploy'), 'no call listed with an empty tool');
+  // The paused call still completes.
+  const done = await last(paused);
+  assert.equal(done.json?.result?.resultType, 'complete', done.text);
+});

@@ -1,0 +1,3 @@
+// kept.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './kept.test.mjs';
