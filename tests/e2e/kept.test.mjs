@@ -6,6 +6,8 @@
 //   the cancel reported as not applied, or cancelled with the client and
 //   its retries getting -32800 — never both, and the effect runs at most
 //   once;
+// - the same races against a task's last slice (its effect recorded at
+//   the webhook once): cancelled, or completed, never both;
 // - purge then the clients' retries of completed and cancelled calls: no
 //   effect runs again, no call comes back, nothing is listed (with an
 //   empty tool or at all); purge with a status that is not final: 400,
@@ -13,7 +15,9 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, VIA } from './server.mjs';
+import { createHash } from 'node:crypto';
 import { callTool, startWebhook } from './webhook.mjs';
+import { modernMeta, send } from './modern.mjs';
 
 const OPS = 'ops-e2e-kept-5b2e8f4a6c0d7f3c';
 const RACES = 30;
@@ -133,4 +137,39 @@ test(`purge: only finished calls; afterwards no retry runs an effect or brings a
   // The paused call still completes.
   const done = await last(paused);
   assert.equal(done.json?.result?.resultType, 'complete', done.text);
+});
+
+const TASK_CAPS = { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/tasks': {} } };
+const taskGet = (taskId) => send(server.url, 'tasks/get', { taskId, _meta: modernMeta(TASK_CAPS) }, { headers: { 'mcp-name': taskId } });
+const taskAdminId = (taskId) => `t.${createHash('sha256').update(taskId).digest('hex').slice(0, 16)}`;
+
+test(`an operator's cancel races a task's last slice: cancelled or completed, never both (${VIA})`, { timeout: 5 * 60_000 }, async (t) => {
+  const tally = { cancelled: 0, completed: 0 };
+  for (let i = 0; i < 12; i++) {
+    const before = hook.count();
+    const created = await send(server.url, 'tools/call', { name: 'count_slowly', arguments: { to: 1, step_ms: 100 }, _meta: modernMeta(TASK_CAPS) });
+    const { taskId } = created.json?.result ?? {};
+    assert.ok(taskId, created.text);
+    await new Promise((ok) => setTimeout(ok, [50, 150, 250, 350, 500, 700][i % 6]));
+    const cancel = await adminApi('POST', '/admin/api/calls/cancel', { ids: [taskAdminId(taskId)] });
+    assert.equal(cancel.status, 200, JSON.stringify(cancel.json));
+    const accepted = cancel.json.done.includes(taskAdminId(taskId));
+    // Settled: what tasks/get says from now on.
+    let task;
+    for (const deadline = Date.now() + 20_000; ;) {
+      task = (await taskGet(taskId)).json?.result;
+      if (['completed', 'failed', 'cancelled'].includes(task?.status)) break;
+      assert.ok(Date.now() < deadline, JSON.stringify(task));
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+    await new Promise((ok) => setTimeout(ok, 400));
+    const settled = (await taskGet(taskId)).json?.result;
+    const what = `task race ${i}: cancel ${JSON.stringify(cancel.json)}, task ${JSON.stringify(settled)}`;
+    assert.equal(settled.status, task.status, `${what}: it moved after settling`);
+    assert.equal(settled.status, accepted ? 'cancelled' : 'completed', what);
+    assert.ok(hook.count() - before <= 1, `${what}: the effect ran ${hook.count() - before} times`);
+    if (!accepted) assert.equal(hook.count() - before, 1, what);
+    tally[settled.status]++;
+  }
+  t.diagnostic(JSON.stringify(tally));
 });
