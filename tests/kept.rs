@@ -350,3 +350,49 @@ fn a_task_whose_slice_cannot_be_stored_fails_once_and_its_alarm_stops() {
         .unwrap_or_default();
     assert!(message.contains("could not be stored"), "{message}");
 }
+
+/// A stateless tool that asks the same question again and again: its
+/// answers travel in its `requestState`.
+async fn chatty(cx: &mut Cx, _: Value) -> Result<CallToolResult, ToolError> {
+    let schema = json!({"type": "object", "properties": {"note": {"type": "string"}}});
+    for i in 0..200 {
+        cx.elicit_with(&format!("q{i}"), form("Say more?", schema.clone()))
+            .await?;
+    }
+    Ok(text("heard it all"))
+}
+
+#[test]
+fn a_stateless_call_is_never_handed_a_state_it_could_not_send_back() {
+    let mut r = Registry::new();
+    r.tool(Tool::new("chatty", chatty));
+    let mut s = TestServer::new(r);
+    let limit = s.server.config.max_body_bytes / 2;
+    let note = "n".repeat(20_000);
+    let mut state: Option<String> = None;
+    let mut rounds = 0;
+    let ended = loop {
+        let mut extra = json!({});
+        if let Some(st) = &state {
+            extra = json!({"requestState": st, "inputResponses":
+                {format!("q{}", rounds - 1): {"action": "accept", "content": {"note": note}}}});
+        }
+        let r = s.call_tool("chatty", json!({}), extra);
+        if let Some(e) = r.json.get("error") {
+            break e.clone();
+        }
+        let st = r.json["result"]["requestState"].as_str().expect("a state");
+        assert!(
+            st.len() <= limit,
+            "round {rounds}: a state of {} bytes",
+            st.len()
+        );
+        state = Some(st.to_string());
+        rounds += 1;
+        assert!(rounds < 200, "the state never grew past the limit");
+    };
+    assert!(rounds > 5, "{rounds} rounds");
+    assert_eq!(ended["code"], -32603, "{ended}");
+    let m = ended["message"].as_str().unwrap_or_default();
+    assert!(m.contains("make it durable") && m.contains("bytes"), "{m}");
+}

@@ -487,6 +487,27 @@ impl<'a> Call<'a> {
                 journal: in_token.then_some(compact),
             },
         )?;
+        // A state the client could not send back (with its answers) inside
+        // the body limit would end the call at its next round, every retry
+        // refused: it ends here instead, saying why and what to do.
+        let most = state_limit(server);
+        if self.durable.is_none() && state.len() > most {
+            let e = McpError::internal(format!(
+                "The call's state has grown to {} bytes, over the {most} a client can send \
+                 back within the server's body limit ({} bytes): the tool keeps too much in \
+                 its stateless calls (its answers and effects' outputs travel in the state); \
+                 make it durable (Tool::durable) so the server keeps the call",
+                state.len(),
+                server.config.max_body_bytes
+            ));
+            let ended = round::Ended {
+                error: Some((e.code(), format!("{:?}", e.kind))),
+                traceparent: ended.traceparent,
+                ..*ended
+            };
+            round::record(server, None, RoundEnd::Failed, Some(&e.message), &ended);
+            return Err(e);
+        }
         let outcome = RoundOutcome::InputRequired {
             requests,
             state,
@@ -529,6 +550,13 @@ impl<'a> Call<'a> {
         d.created.set(self.claims.is_none() || d.created.get());
         Ok(reply)
     }
+}
+
+/// The largest state a stateless call is handed: half the body limit, so
+/// that the state and the answers that come back with it fit in one
+/// request.
+pub(crate) fn state_limit(server: &Server) -> usize {
+    server.config.max_body_bytes / 2
 }
 
 /// Takes the answers to pending requests into `journal` (checkpoints
