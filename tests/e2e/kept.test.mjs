@@ -6,7 +6,8 @@
 //   the cancel reported as not applied, or cancelled with the client and
 //   its retries getting -32800 — never both, and the effect runs at most
 //   once;
-// - the same races against a task's last slice (its effect recorded at
+// - the same races against a session's call (the official v1 SDK client
+//   answering its questions) and against a task's last slice (its effect recorded at
 //   the webhook once): cancelled, or completed, never both;
 // - purge then the clients' retries of completed and cancelled calls: no
 //   effect runs again, no call comes back, nothing is listed (with an
@@ -18,6 +19,9 @@ import { startServer, VIA } from './server.mjs';
 import { createHash } from 'node:crypto';
 import { callTool, startWebhook } from './webhook.mjs';
 import { modernMeta, send } from './modern.mjs';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { CreateMessageRequestSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const OPS = 'ops-e2e-kept-5b2e8f4a6c0d7f3c';
 const RACES = 30;
@@ -170,6 +174,56 @@ test(`an operator's cancel races a task's last slice: cancelled or completed, ne
     assert.ok(hook.count() - before <= 1, `${what}: the effect ran ${hook.count() - before} times`);
     if (!accepted) assert.equal(hook.count() - before, 1, what);
     tally[settled.status]++;
+  }
+  t.diagnostic(JSON.stringify(tally));
+});
+
+test(`an operator's cancel races a session call's last round: cancelled or completed, never both (${VIA})`, { timeout: 5 * 60_000 }, async (t) => {
+  const tally = { cancelled: 0, completed: 0 };
+  for (let i = 0; i < 10; i++) {
+    const service = `session-race-${i}`;
+    const delay = [0, 60, 120, 200, 300][i % 5];
+    let adminId;
+    let cancelled;
+    const client = new Client({ name: 'kept-e2e', version: '1' }, { capabilities: { elicitation: {}, sampling: {} } });
+    client.setRequestHandler(ElicitRequestSchema, async () => {
+      // Paused at its first question: the operator finds it.
+      const l = await adminApi('GET', '/admin/api/calls?kind=session&status=waiting');
+      adminId = l.json.calls.find((c) => c.tool === 'deploy')?.id;
+      return { action: 'accept', content: { target: 'staging' } };
+    });
+    client.setRequestHandler(CreateMessageRequestSchema, async () => {
+      // The round that runs the effect starts when this answer arrives;
+      // the operator's cancel comes a little after.
+      cancelled = new Promise((ok) => setTimeout(() => ok(adminApi('POST', '/admin/api/calls/cancel', { ids: [adminId] })), delay));
+      return { role: 'assistant', model: 'e2e-model', content: { type: 'text', text: 'yes' }, stopReason: 'endTurn' };
+    });
+    const transport = new StreamableHTTPClientTransport(new URL(server.url), {
+      reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 500, reconnectionDelayGrowFactor: 1.5, maxRetries: 3 },
+    });
+    await client.connect(transport);
+    let outcome;
+    try {
+      outcome = { result: await client.callTool({ name: 'deploy', arguments: { service } }, undefined, { timeout: 20_000 }) };
+    } catch (e) {
+      outcome = { error: e };
+    }
+    const cancel = await cancelled;
+    await client.close();
+    assert.ok(adminId, `race ${i}: the call was listed`);
+    const accepted = cancel.json.done.includes(adminId);
+    const what = `session race ${i} (+${delay} ms): cancel ${JSON.stringify(cancel.json)}, client ${outcome.error ? outcome.error.message : JSON.stringify(outcome.result)}`;
+    if (accepted) {
+      assert.equal(outcome.error?.code, -32800, what);
+      tally.cancelled++;
+    } else {
+      assert.equal(cancel.json.skipped[adminId], 'already finished', what);
+      assert.match(outcome.result?.content?.[0]?.text ?? '', /^Deployed /, what);
+      tally.completed++;
+    }
+    assert.ok(ticketsFor(service) <= 1, `${what}: the effect ran ${ticketsFor(service)} times`);
+    const shown = await adminApi('GET', `/admin/api/calls/${encodeURIComponent(adminId)}`);
+    assert.equal(shown.json.status, accepted ? 'cancelled' : 'completed', `${what}: shown ${shown.json.status}`);
   }
   t.diagnostic(JSON.stringify(tally));
 });
