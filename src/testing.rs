@@ -543,6 +543,31 @@ impl TestServer {
         self.call(Method::ToolsCall.name(), params)
     }
 
+    /// A request to the admin API or console at `path` (its query kept),
+    /// as an operator holding the bearer `token` sends it, with a JSON
+    /// `body` when given (a loopback Host is set).
+    pub fn admin(
+        &mut self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> TestReply {
+        let mut headers = vec![
+            ("host".to_string(), "localhost:8787".to_string()),
+            ("authorization".to_string(), format!("Bearer {token}")),
+        ];
+        if body.is_some() {
+            headers.push(("content-type".into(), "application/json".into()));
+        }
+        self.send(HttpRequest {
+            method: method.into(),
+            path: path.into(),
+            headers,
+            body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
+        })
+    }
+
     /// Any request: an HTTP `method`, extra headers (a loopback Host is
     /// set), and a raw body.
     pub fn raw(&mut self, method: &str, headers: &[(&str, &str)], body: &str) -> TestReply {

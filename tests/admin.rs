@@ -54,22 +54,7 @@ fn server() -> TestServer {
 }
 
 fn admin(s: &mut TestServer, method: &str, path: &str, body: Option<Value>) -> TestReply {
-    let mut headers = vec![
-        ("host".to_string(), "localhost:8787".to_string()),
-        (
-            "authorization".to_string(),
-            "Bearer admin-token-0123456789".to_string(),
-        ),
-    ];
-    if body.is_some() {
-        headers.push(("content-type".into(), "application/json".into()));
-    }
-    s.send(HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        headers,
-        body: body.map(|b| b.to_string().into_bytes()).unwrap_or_default(),
-    })
+    s.admin("admin-token-0123456789", method, path, body.as_ref())
 }
 
 fn tasks_meta() -> Value {

@@ -8,7 +8,6 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use durable_mcp::http::HttpRequest;
 use durable_mcp::testing::{TestReply, TestServer};
 use durable_mcp::{form, text, CallToolResult, Cx, Registry, Tool, ToolError};
 use serde_json::{json, Value};
@@ -42,20 +41,7 @@ fn server(f: impl FnOnce(&mut durable_mcp::server::Config)) -> TestServer {
 }
 
 fn admin(s: &mut TestServer, method: &str, path: &str, body: Value) -> TestReply {
-    s.send(HttpRequest {
-        method: method.into(),
-        path: path.into(),
-        headers: vec![
-            ("host".into(), "localhost:8787".into()),
-            ("authorization".into(), format!("Bearer {OPS}")),
-            ("content-type".into(), "application/json".into()),
-        ],
-        body: if body.is_null() {
-            Vec::new()
-        } else {
-            body.to_string().into_bytes()
-        },
-    })
+    s.admin(OPS, method, path, Some(&body).filter(|b| !b.is_null()))
 }
 
 fn go() -> Value {

@@ -15,7 +15,6 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
-use durable_mcp::http::HttpRequest;
 use durable_mcp::store::CallStore;
 use durable_mcp::testing::{TestReply, TestServer};
 use durable_mcp::{form, text, CallToolResult, Cx, Registry, Tool, ToolError};
@@ -142,20 +141,8 @@ impl Model {
     }
 
     fn admin(&mut self, method: &str, path: &str, body: Value) -> TestReply {
-        self.s.send(HttpRequest {
-            method: method.into(),
-            path: path.into(),
-            headers: vec![
-                ("host".into(), "localhost:8787".into()),
-                ("authorization".into(), format!("Bearer {OPS}")),
-                ("content-type".into(), "application/json".into()),
-            ],
-            body: if body.is_null() {
-                Vec::new()
-            } else {
-                body.to_string().into_bytes()
-            },
-        })
+        let body = Some(&body).filter(|b| !b.is_null());
+        self.s.admin(OPS, method, path, body)
     }
 
     fn round(&mut self, arg: u64, state: &str, answers: &Value) -> TestReply {

@@ -70,21 +70,7 @@ fn request(method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Ht
 }
 
 fn admin(s: &mut TestServer, token: &str, method: &str, path: &str, body: Value) -> TestReply {
-    let auth = format!("Bearer {token}");
-    let body = if body.is_null() {
-        String::new()
-    } else {
-        body.to_string()
-    };
-    s.send(request(
-        method,
-        path,
-        &[
-            ("authorization", &auth),
-            ("content-type", "application/json"),
-        ],
-        &body,
-    ))
+    s.admin(token, method, path, Some(&body).filter(|b| !b.is_null()))
 }
 
 /// What an answer is, as a scanner compares two: its status, content
