@@ -206,18 +206,21 @@ fn retention_leaves_a_tombstone_until_no_token_can_name_the_call() {
         .expect("the finished call");
     let store = MemoryStore::new();
     store.save(&id, &call).expect("saved");
-    store
-        .sweep(call.updated_ms - 1, call.updated_ms)
+    let hour = 60 * 60 * 1000;
+    let due = store
+        .sweep(call.updated_ms + 60_000, hour, 60_000)
         .expect("swept");
+    assert_eq!(due, Some(call.updated_ms + hour), "due again at its TTL");
     let tomb = store.load(&id).expect("read").expect("kept as a tombstone");
     assert_eq!(tomb.status, CallStatus::Purged);
     assert!(tomb.journal.once.is_empty() && tomb.journal.answers.is_empty());
     assert_eq!(tomb.last_reply, call.last_reply, "its end kept");
     assert!(store.list().expect("listed").is_empty(), "unlisted");
     // Past the TTL: gone.
-    store
-        .sweep(call.updated_ms, call.updated_ms)
+    let due = store
+        .sweep(call.updated_ms + hour, hour, 60_000)
         .expect("swept");
+    assert_eq!(due, None, "nothing left");
     assert!(store.load(&id).expect("read").is_none());
     let _ = done;
 }

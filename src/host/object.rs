@@ -141,19 +141,14 @@ pub async fn alarm(
     // the next call is due a moment later, and an alarm per moment would
     // cost a request and a write each. A call may outlive its TTL by that.
     let ttl = server.config.state_ttl_ms;
-    // Finished calls stay for operators as long as configured (never past
-    // the TTL); the alarm then comes at the sooner of the two.
+    // Finished calls stay listed for operators as long as configured (never
+    // past the TTL), then become tombstones until the TTL.
     let retain = server.config.retain_completed_ms.unwrap_or(ttl).min(ttl);
-    let sweep = stores
-        .call
-        .sweep(now_ms.saturating_sub(ttl), now_ms.saturating_sub(retain))?;
-    let ttl = retain;
-    match sweep {
-        Some(oldest) => {
+    let next = stores.call.sweep(now_ms, ttl, retain)?;
+    match next {
+        Some(due) => {
             let soonest = now_ms.saturating_add((ttl / 64).max(1));
-            Ok(vec![Effect::WakeAt(
-                oldest.saturating_add(ttl).max(soonest),
-            )])
+            Ok(vec![Effect::WakeAt(due.max(soonest))])
         }
         // Alarms are at-least-once: deleting what is already gone is fine.
         None => Ok(vec![Effect::DeleteStorage]),

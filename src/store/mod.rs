@@ -115,6 +115,11 @@ impl StoredCall {
         }
     }
 
+    /// Finished and still whole: what retention makes a tombstone.
+    pub fn retained(&self) -> bool {
+        matches!(self.status, CallStatus::Completed | CallStatus::Cancelled)
+    }
+
     /// The call as an operator's listing shows it (admin id `d.<id>`).
     pub fn summary(&self, call_id: &str) -> CallSummary {
         let j = &self.journal;
@@ -208,13 +213,12 @@ pub trait CallStore {
     fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError>;
     /// Writes call `id` (insert or replace).
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError>;
-    /// Forgets every call that last changed at or before `cutoff_ms` (no
-    /// token can name it any more), and makes every finished one
-    /// (completed, cancelled) that last changed at or before
-    /// `finished_cutoff_ms` a tombstone ([`StoredCall::tombstone`]: it is
-    /// kept, unlisted, until the first cutoff takes it); says when the
-    /// oldest remaining one last changed (`None`: none left).
-    fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError>;
+    /// Forgets every call idle for `ttl_ms` at `now_ms` (no token can name
+    /// it any more), and makes every finished one (completed, cancelled)
+    /// that last changed `retain_ms` or more ago a tombstone
+    /// ([`StoredCall::tombstone`]: kept, unlisted, until its TTL takes
+    /// it); says when the next of those is due (`None`: nothing left).
+    fn sweep(&self, now_ms: u64, ttl_ms: u64, retain_ms: u64) -> Result<Option<u64>, McpError>;
     /// Every call it holds, with its id (an operator's listing), but the
     /// tombstones.
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
@@ -301,20 +305,25 @@ impl CallStore for MemoryStore {
         Ok(())
     }
 
-    fn sweep(&self, cutoff_ms: u64, finished_cutoff_ms: u64) -> Result<Option<u64>, McpError> {
+    fn sweep(&self, now_ms: u64, ttl_ms: u64, retain_ms: u64) -> Result<Option<u64>, McpError> {
         let mut calls = self.calls.borrow_mut();
         let before = calls.len();
-        calls.retain(|_, c| c.updated_ms > cutoff_ms);
+        calls.retain(|_, c| c.updated_ms.saturating_add(ttl_ms) > now_ms);
         let mut writes = (before - calls.len()) as u64;
         for c in calls.values_mut() {
-            let finished = matches!(c.status, CallStatus::Completed | CallStatus::Cancelled);
-            if finished && c.updated_ms <= finished_cutoff_ms {
+            if c.retained() && c.updated_ms.saturating_add(retain_ms) <= now_ms {
                 *c = c.tombstone();
                 writes += 1;
             }
         }
         self.writes.set(self.writes.get() + writes);
-        Ok(calls.values().map(|c| c.updated_ms).min())
+        Ok(calls
+            .values()
+            .map(|c| {
+                c.updated_ms
+                    .saturating_add(if c.retained() { retain_ms } else { ttl_ms })
+            })
+            .min())
     }
 
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError> {

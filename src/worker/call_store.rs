@@ -163,14 +163,15 @@ impl CallStore for SqliteStore<'_> {
 
     fn sweep(
         &self,
-        cutoff_ms: u64,
-        finished_cutoff_ms: u64,
+        now_ms: u64,
+        ttl_ms: u64,
+        retain_ms: u64,
     ) -> std::result::Result<Option<u64>, McpError> {
         // An object that never stored a call has no table: nothing to sweep.
         let swept = super::sql::run(
             &self.sql,
             "DELETE FROM durable_calls WHERE updated_at <= ?",
-            vec![int(cutoff_ms)],
+            vec![int(now_ms.saturating_sub(ttl_ms))],
         )
         .map_err(storage_error)?;
         if !swept {
@@ -182,7 +183,7 @@ impl CallStore for SqliteStore<'_> {
             &self.sql,
             "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
              WHERE status IN ('completed', 'cancelled') AND updated_at <= ?",
-            vec![int(finished_cutoff_ms)],
+            vec![int(now_ms.saturating_sub(retain_ms))],
         )
         .map_err(storage_error)?
         .unwrap_or_default();
@@ -190,14 +191,15 @@ impl CallStore for SqliteStore<'_> {
             let id = std::mem::take(&mut r.id);
             self.save(&id, &r.call()?.tombstone())?;
         }
-        let oldest = super::sql::rows::<Oldest>(
+        let next = super::sql::rows::<Oldest>(
             &self.sql,
-            "SELECT min(updated_at) AS oldest FROM durable_calls",
-            Vec::new(),
+            "SELECT min(CASE WHEN status IN ('completed', 'cancelled') THEN updated_at + ? \
+             ELSE updated_at + ? END) AS oldest FROM durable_calls",
+            vec![int(retain_ms), int(ttl_ms)],
         )
         .map_err(storage_error)?
         .unwrap_or_default();
-        Ok(oldest
+        Ok(next
             .into_iter()
             .next()
             .and_then(|o| o.oldest)
