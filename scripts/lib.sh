@@ -33,6 +33,9 @@ fi
 # quickstart (what `npm start` serves and a user copies).
 FIXTURES_DIR="$ROOT/tests/fixtures-worker"
 QUICKSTART_DIR="$ROOT/examples/quickstart"
+# The smallest worker durable-mcp makes (one stateless tool): its wasm size
+# is budgeted beside the quickstart's (scripts/wasm-budget.json).
+MINIMAL_DIR="$ROOT/bench/minimal"
 
 # Runs a command with Node 22 first on PATH.
 with_node22() { PATH="$NODE22_BIN:$PATH" "$@"; }

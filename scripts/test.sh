@@ -5,8 +5,10 @@
 #   2. cargo test --workspace: the sans-IO core, the fixtures worker through
 #      the test server, the quickstart's tests, the guide's doctests; then
 #      both crates packaged as a registry gets them (scripts/package-check.sh)
-#   3. the worker builds: the fixtures worker, and the quickstart (which the
-#      MCP Apps test serves)
+#   3. the worker builds: the fixtures worker, the quickstart (which the
+#      MCP Apps test serves) and bench/minimal; the quickstart's and
+#      bench/minimal's wasm held to their size budget
+#      (scripts/wasm-budget.json, +2 % at most)
 #   4. end-to-end tests (node --test tests/e2e) against wrangler dev instances
 #      they start themselves (free port, fresh --persist-to, stopped by PID),
 #      the quickstart copied out of the repo and built as a user would
@@ -72,6 +74,7 @@ gate "cargo clippy (wasm32)" cargo clippy --workspace --exclude durable-mcp-clie
 suite "cargo test" cargo_counts cargo test --workspace
 gate "crates package (cargo publish --dry-run, allow-listed files)" bash scripts/package-check.sh
 gate "worker build" bash scripts/build.sh all
+gate "wasm size budget" with_node22 node scripts/wasm-budget.mjs
 if [ -f "$FIXTURES_DIR/build/worker/shim.mjs" ]; then
   # Node 22 for the tests and the tools they start.
   suite "e2e tests" node_counts with_node22 node --test --test-concurrency=1 --test-reporter=spec 'tests/e2e/*.test.mjs' 'tests/e2e/oauth/*.test.mjs'

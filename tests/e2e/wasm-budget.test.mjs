@@ -1,0 +1,41 @@
+// The wasm size budget (scripts/wasm-budget.mjs, a gate of `npm test`):
+// today's builds pass it; a planted 3 % growth of the quickstart's wasm
+// fails it, raw and gzip (random bytes do not compress); 1 % of its gzip
+// size passes.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const SCRIPT = join(ROOT, 'scripts/wasm-budget.mjs');
+const budgets = JSON.parse(readFileSync(join(ROOT, 'scripts/wasm-budget.json'), 'utf8'));
+
+const check = (...args) => spawnSync(process.execPath, [SCRIPT, ...args], { encoding: 'utf8' });
+
+/** The quickstart's wasm grown by `bytes` random bytes (appended), in a temp file. */
+function grown(bytes) {
+  const wasm = readFileSync(join(ROOT, budgets.quickstart.wasm));
+  const file = join(mkdtempSync(join(tmpdir(), 'wasm-budget-')), 'grown.wasm');
+  writeFileSync(file, Buffer.concat([wasm, randomBytes(Math.ceil(bytes))]));
+  return file;
+}
+
+test('today\'s builds are within their budgets', () => {
+  const r = check();
+  assert.equal(r.status, 0, r.stdout + r.stderr);
+  assert.equal(r.stdout.split('\n').filter((l) => l.endsWith(': ok')).length, 4, r.stdout);
+});
+
+test('a planted 3 % growth fails the budget; 1 % does not', () => {
+  const r = check(`quickstart=${grown(budgets.quickstart.raw * 0.03)}`);
+  assert.equal(r.status, 1, r.stdout);
+  assert.match(r.stdout, /quickstart raw \d+ bytes, budget \d+ \(\+3\.\d %, at most \+2 %\): OVER/);
+  assert.match(r.stdout, /quickstart gzip .*: OVER/);
+  // 1 % of the gzip size: under 2 % raw and gzip alike.
+  const small = check(`quickstart=${grown(budgets.quickstart.gzip * 0.01)}`);
+  assert.equal(small.status, 0, small.stdout);
+});
