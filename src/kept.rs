@@ -147,8 +147,37 @@ pub enum Transition {
     Tombstone,
     /// It is forgotten.
     Gone,
-    /// Refused: nothing changes; why, as an operator or client is told.
-    No(&'static str),
+    /// Refused: nothing changes; [`Refused::why`] is what an operator or
+    /// a client is told.
+    No(Refused),
+}
+
+/// Why the machine refused an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refused {
+    /// A round is running: another one must wait.
+    Running,
+    /// The call is finished (completed or failed).
+    Finished,
+    /// The call was cancelled.
+    Cancelled,
+    /// A cancel of a finished call.
+    AlreadyFinished,
+    /// A purge of a call not finished.
+    NotFinished,
+}
+
+impl Refused {
+    /// What an operator or a client is told.
+    pub fn why(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Finished => "finished",
+            Self::Cancelled => "cancelled",
+            Self::AlreadyFinished => "already finished",
+            Self::NotFinished => "not finished",
+        }
+    }
 }
 
 /// What `event` does to a call that is `from`: the one place the
@@ -165,13 +194,13 @@ pub fn transition(from: Status, event: Event) -> Transition {
     if from.is_final() {
         return match event {
             Event::Purge => Transition::Tombstone,
-            Event::Cancel => Transition::No("already finished"),
-            _ if from == Cancelled => Transition::No("cancelled"),
-            _ => Transition::No("finished"),
+            Event::Cancel => Transition::No(Refused::AlreadyFinished),
+            _ if from == Cancelled => Transition::No(Refused::Cancelled),
+            _ => Transition::No(Refused::Finished),
         };
     }
     Transition::To(match event {
-        Event::Claim if from == Working => return Transition::No("running"),
+        Event::Claim if from == Working => return Transition::No(Refused::Running),
         Event::Claim => Working,
         Event::Ended(RoundEnd::Paused) => Waiting,
         Event::Ended(RoundEnd::Completed) => Completed,
@@ -180,7 +209,7 @@ pub fn transition(from: Status, event: Event) -> Transition {
         Event::Ended(RoundEnd::Cancelled) | Event::Cancel => Cancelled,
         Event::Wake if from == Working => Working,
         Event::Wake => Waiting,
-        Event::Purge => return Transition::No("not finished"),
+        Event::Purge => return Transition::No(Refused::NotFinished),
         Event::Expire => return Transition::Gone,
     })
 }
@@ -188,12 +217,26 @@ pub fn transition(from: Status, event: Event) -> Transition {
 /// Whether a round that ended `ended` may store its end over a call that
 /// is `now` (as its keeper reads it again, after the round's awaits): not
 /// when a cancel (or anything else final) got there first.
-pub fn may_store(now: Status, ended: RoundEnd) -> Result<Status, &'static str> {
+pub fn may_store(now: Status, ended: RoundEnd) -> Result<Status, Refused> {
     match transition(now, Event::Ended(ended)) {
         Transition::To(s) => Ok(s),
         Transition::No(why) => Err(why),
-        Transition::Tombstone | Transition::Gone => Err("finished"),
+        Transition::Tombstone | Transition::Gone => Err(Refused::Finished),
     }
+}
+
+/// A kept call whose state could not be stored (a row too large for the
+/// platform, storage down) ends there, failed, once: what its trail
+/// records (why) and what its client and every retry are told. Left to
+/// retries, the round — and its effects — would run again and again.
+pub(crate) fn unstored(e: &crate::error::McpError) -> (String, crate::error::McpError) {
+    let why = format!(
+        "its state could not be stored ({}): the call ends here, so that its effects never \
+         run twice",
+        e.message
+    );
+    let error = crate::error::McpError::internal(format!("The call failed: {why}"));
+    (why, error)
 }
 
 #[cfg(test)]
@@ -206,7 +249,7 @@ mod tests {
             Transition::To(s) => format!("→ {}", s.as_str()),
             Transition::Tombstone => "tomb".into(),
             Transition::Gone => "gone".into(),
-            Transition::No(why) => format!("no: {why}"),
+            Transition::No(why) => format!("no: {}", why.why()),
         }
     }
 
@@ -255,7 +298,7 @@ mod tests {
         }
         assert_eq!(
             may_store(Status::Cancelled, RoundEnd::Completed),
-            Err("cancelled")
+            Err(Refused::Cancelled)
         );
         assert_eq!(
             may_store(Status::Working, RoundEnd::Completed),

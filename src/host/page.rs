@@ -416,7 +416,7 @@ async fn complete(
             // A page completed: a wake, as the machine sees it.
             match crate::kept::transition(call.kept_status(), crate::kept::Event::Wake) {
                 crate::kept::Transition::To(_) => {}
-                crate::kept::Transition::No("running") => return Ok(Err(409)),
+                crate::kept::Transition::No(crate::kept::Refused::Running) => return Ok(Err(409)),
                 _ => return Ok(Err(404)),
             }
             if call

@@ -26,7 +26,7 @@ use crate::protocol::versions::{
 };
 use crate::protocol::{parse_message, ClientRequest, Message, Method, Request};
 use crate::server::Parsed;
-use crate::server::{new_call_id, Env, Place, Server};
+use crate::server::{is_call_id_shape, new_call_id, Env, Place, Server};
 use crate::token;
 
 /// The name prefix of the objects holding the `subscriptions/listen`
@@ -341,19 +341,12 @@ fn new_durable_call_id(shards: u32, env: &Env) -> String {
 /// one a verified token carries) names an object: any other would make
 /// one.
 pub(crate) fn is_call_id(id: &str, shards: u32) -> bool {
-    let hex = |h: &str| {
-        h.len() == 32
-            && h.bytes()
-                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    };
     match id.strip_prefix('s').and_then(|rest| rest.split_once('-')) {
         Some((n, h)) => {
-            let shard = (!n.is_empty() && n.len() <= 10 && n.bytes().all(|b| b.is_ascii_digit()))
-                .then(|| n.parse::<u32>().ok())
-                .flatten();
-            shard.is_some_and(|n| n < shards) && hex(h)
+            let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
+            digits && n.parse::<u32>().is_ok_and(|n| n < shards) && is_call_id_shape(h)
         }
-        None => hex(id),
+        None => is_call_id_shape(id),
     }
 }
 

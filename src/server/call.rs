@@ -331,10 +331,10 @@ impl<'a> Call<'a> {
         // request in: an operator's cancel, or a retry that took over a
         // claim it thought dead and finished. What got there first stays.
         if let (Some((d, _)), true) = (before, claimed) {
-            if let Some(row) = d.store.load(&d.call_id)? {
-                match kept::may_store(row.kept_status(), end) {
+            if let Some(status) = d.store.status(&d.call_id)? {
+                match kept::may_store(status.kept(), end) {
                     Ok(_) => {}
-                    Err("cancelled") => return Err(cancelled_by_operator()),
+                    Err(kept::Refused::Cancelled) => return Err(cancelled_by_operator()),
                     Err(_) => return Err(refused("already used (this round was answered before)")),
                 }
             }
@@ -716,8 +716,10 @@ fn claim(
                 _ => Err(refused("already used (this round was answered before)")),
             };
             match kept::transition(status, kept::Event::Claim) {
-                kept::Transition::No("cancelled") => return Err(cancelled_by_operator()),
-                kept::Transition::No("running") if s.version == c.round => {
+                kept::Transition::No(kept::Refused::Cancelled) => {
+                    return Err(cancelled_by_operator())
+                }
+                kept::Transition::No(kept::Refused::Running) if s.version == c.round => {
                     return Err(McpError::new(
                         ErrorKind::Conflict,
                         "Conflict: another retry of this round is running",
@@ -780,12 +782,7 @@ fn save_or_fail(
     let Err(e) = d.store.save(&d.call_id, row) else {
         return Ok(());
     };
-    let why = format!(
-        "its state could not be stored ({}): the call ends here, so that no retry runs its \
-         effects again",
-        e.message
-    );
-    let failed = McpError::internal(format!("The call failed: {why}"));
+    let (why, failed) = kept::unstored(&e);
     let mut journal = Journal {
         round: row.journal.round,
         invocation: row.journal.invocation.clone(),

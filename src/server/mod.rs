@@ -145,6 +145,15 @@ pub fn new_call_id(env: &Env) -> String {
     crate::engine::hex(&env.random)
 }
 
+/// Whether `id` has the shape [`new_call_id`] gives: 32 lowercase hex
+/// digits (128 random bits).
+pub(crate) fn is_call_id_shape(id: &str) -> bool {
+    id.len() == 32
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+}
+
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {

@@ -2,6 +2,9 @@
 //! round becomes JSON-RPC requests to the client on the call's stream, and
 //! the last answer of a round runs the next one.
 
+use std::future::Future;
+use std::task::Poll;
+
 use serde_json::{json, Value};
 
 use super::events::{log_all, stream_reply};
@@ -273,13 +276,24 @@ pub(super) async fn run_claimed(
 ) -> Result<Vec<Value>, McpError> {
     call.claimed_at_ms = env.now_ms.max(1);
     store.put_call(call)?;
-    let messages = Rounds::new(server, call, None)
-        .advance(store, env, meta, turn, call)
-        .await;
+    let rounds = Rounds::new(server, call, None);
+    let (messages, awaited) = {
+        let advance = rounds.advance(store, env, meta, turn, call);
+        let mut advance = std::pin::pin!(advance);
+        let first = std::future::poll_fn(|cx| Poll::Ready(advance.as_mut().poll(cx))).await;
+        match first {
+            Poll::Ready(messages) => (messages, false),
+            Poll::Pending => (advance.await, true),
+        }
+    };
     call.claimed_at_ms = 0;
-    // The rounds awaited: an operator's cancel may have come in. What got
+    // Rounds that awaited may have let an operator's cancel in (nothing
+    // else runs in this object before a round's first await). What got
     // there first stays (its error is on the call's stream already), and
-    // this round's messages are dropped.
+    // these rounds' messages are dropped.
+    if !awaited {
+        return Ok(messages);
+    }
     if let Some(now) = store.call(&call.stream)? {
         let end = call
             .journal

@@ -213,6 +213,12 @@ pub trait CallStore {
     fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError>;
     /// Writes call `id` (insert or replace).
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError>;
+    /// Call `id`'s status alone, if it is stored: what a round that
+    /// awaited reads again before it stores its end, without reading (and
+    /// parsing) the journal.
+    fn status(&self, id: &str) -> Result<Option<CallStatus>, McpError> {
+        Ok(self.load(id)?.map(|c| c.status))
+    }
     /// Forgets every call idle for `ttl_ms` at `now_ms` (no token can name
     /// it any more), and makes every finished one (completed, cancelled)
     /// that last changed `retain_ms` or more ago a tombstone
@@ -227,6 +233,18 @@ pub trait CallStore {
 }
 
 impl CallStatus {
+    /// Where a call with this status is, as far as the status alone tells
+    /// ([`StoredCall::kept_status`] reads its trail too: a completed row
+    /// may have failed, a waiting one may be parked).
+    pub fn kept(self) -> Status {
+        match self {
+            Self::AwaitingInput => Status::Waiting,
+            Self::Running => Status::Working,
+            Self::Completed | Self::Purged => Status::Completed,
+            Self::Cancelled => Status::Cancelled,
+        }
+    }
+
     /// Nothing will happen to it any more.
     pub fn is_final(self) -> bool {
         matches!(self, Self::Completed | Self::Cancelled | Self::Purged)

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::error::McpError;
-use crate::store::{CallRow, CallStore, StoredCall};
+use crate::store::{CallRow, CallStatus, CallStore, StoredCall};
 
 /// A [`CallStore`] over the object's SQLite database: a row per call, keyed
 /// by call id (a shard's object holds many). `exec` is synchronous, so
@@ -44,6 +44,11 @@ impl Row {
         }
         .call()
     }
+}
+
+#[derive(Deserialize)]
+struct Status {
+    status: String,
 }
 
 #[derive(Deserialize)]
@@ -108,6 +113,22 @@ impl CallStore for SqliteStore<'_> {
             return Ok(None);
         };
         row.call().map(Some)
+    }
+
+    fn status(&self, id: &str) -> std::result::Result<Option<CallStatus>, McpError> {
+        let rows = super::sql::rows::<Status>(
+            &self.sql,
+            "SELECT status FROM durable_calls WHERE id = ?",
+            vec![SqlStorageValue::from(id.to_string())],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        serde_json::from_value(serde_json::Value::String(row.status))
+            .map(Some)
+            .map_err(storage_error)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {

@@ -274,7 +274,6 @@ fn cancel(server: &Server, stores: &Stores<'_>, env: &Env, body: &Body) -> Resul
                             Ok(())
                         }
                         None => Err("already finished"),
-                        // (Refused by the machine: a finished task.)
                     }
                 }
                 _ => Err("not found"),
@@ -308,7 +307,7 @@ fn cancel_durable(
         return Ok(Err("not found"));
     }
     if let Transition::No(why) = kept::transition(call.kept_status(), Event::Cancel) {
-        return Ok(Err(why));
+        return Ok(Err(why.why()));
     }
     // A round running at this moment (a claim is held only while one
     // awaits) finds this when it ends and stores nothing over it: its
@@ -342,7 +341,7 @@ fn cancel_session_call(
         return Ok(Err("not found"));
     };
     if let Transition::No(why) = kept::transition(call.summary(&meta).status, Event::Cancel) {
-        return Ok(Err(why));
+        return Ok(Err(why.why()));
     }
     call.state = crate::session::CallState::Cancelled;
     call.journal
@@ -425,8 +424,11 @@ fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
                 Some(c) => match kept::transition(c.kept_status(), Event::Purge) {
                     // Kept, unlisted, until no token can name it: a token
                     // still naming it gets its end, never a rebuild.
-                    Transition::Tombstone => stores.call.save(call_id, &c.tombstone()).map(Ok)?,
-                    Transition::No(why) => Err(why),
+                    Transition::Tombstone => {
+                        stores.call.save(call_id, &c.tombstone())?;
+                        Ok(())
+                    }
+                    Transition::No(why) => Err(why.why()),
                     _ => Err("not finished"),
                 },
                 None => Err("not found"),
@@ -444,7 +446,7 @@ fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
                             ));
                             Ok(())
                         }
-                        Transition::No(why) => Err(why),
+                        Transition::No(why) => Err(why.why()),
                         _ => Err("not finished"),
                     }
                 }

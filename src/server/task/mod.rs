@@ -45,10 +45,7 @@ pub struct TaskHost<'a> {
 
 /// Whether `id` can name a task: 32 lowercase hex digits (128 random bits).
 pub fn is_task_id(id: &str) -> bool {
-    id.len() == 32
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    crate::server::is_call_id_shape(id)
 }
 
 /// `-32021`: the method needs the tasks extension, which the request did

@@ -177,12 +177,7 @@ pub(super) fn store(
 /// left to the alarm's retries ran them without bound). An error line is
 /// logged.
 fn unstorable(server: &Server, task: &mut TaskRecord, e: &McpError, now_ms: u64) {
-    let why = format!(
-        "its state could not be stored ({}): the task ends here, so that its effects never \
-         run twice",
-        e.message
-    );
-    let failed = McpError::internal(format!("The task failed: {why}"));
+    let (why, failed) = crate::kept::unstored(e);
     task.status = TaskStatus::Failed;
     task.error = Some(failed.to_error_object());
     task.result = None;
