@@ -265,7 +265,9 @@ fn hoarding(limit: usize) -> TestServer {
 
 #[test]
 fn a_round_whose_state_cannot_be_stored_fails_the_call_once_and_never_runs_again() {
-    let mut s = hoarding(1_000_000);
+    // Rows split at 1 MB fit any SQLite; a storage that refuses rows of
+    // 400 KB stands for one that refuses the write at all.
+    let mut s = hoarding(400_000);
     let r = s.call_tool("hoard", json!({"slot": 0}), json!({}));
     let state = r.json["result"]["requestState"]
         .as_str()
@@ -302,7 +304,7 @@ fn a_round_whose_state_cannot_be_stored_fails_the_call_once_and_never_runs_again
 
 #[test]
 fn a_task_whose_slice_cannot_be_stored_fails_once_and_its_alarm_stops() {
-    let mut s = hoarding(1_000_000);
+    let mut s = hoarding(400_000);
     let meta = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
         "io.modelcontextprotocol/clientCapabilities":

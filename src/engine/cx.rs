@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
 use super::journal::{
-    answer_fits, digest_json, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
+    answer_fits, short_digest, unfit, Answer, InputRequest, Journal, CHECKPOINT, DETACH, TIMER,
 };
 use super::{Suspended, ToolError};
 
@@ -727,8 +727,7 @@ impl Cx {
             if let Some(answer) = st.journal.answers.get(key) {
                 let outcome = answer.outcome.clone();
                 if !request.is_internal() {
-                    let value = outcome.as_ref().unwrap_or_else(|e| e);
-                    let read = (key.to_string(), short_digest(value));
+                    let read = (key.to_string(), answer.seen());
                     st.read.push(read);
                     if let Some(dry) = &st.dry_run {
                         dry.borrow_mut().read.push(key.to_string());
@@ -749,18 +748,11 @@ impl Cx {
         if let Some(v) = st.offered.remove(key) {
             if answer_fits(&request, &v).is_ok() {
                 let inputs = Some(read_digest(&st));
+                let answer = Answer::new(request.digest(), Ok(v.clone()), inputs);
                 if !request.is_internal() {
-                    st.read.push((key.to_string(), short_digest(&v)));
+                    st.read.push((key.to_string(), answer.seen()));
                 }
-                let asked = request.digest();
-                st.journal.answers.insert(
-                    key.to_string(),
-                    Answer {
-                        asked,
-                        outcome: Ok(v.clone()),
-                        inputs,
-                    },
-                );
+                st.journal.answers.insert(key.to_string(), Rc::new(answer));
                 return Ok(v);
             }
         }
@@ -795,12 +787,14 @@ impl Cx {
         if let Some(v) = recorded {
             self.replays_same_inputs(key)?;
             self.inner.borrow_mut().replayed.insert(key.to_string());
-            return serde_json::from_value(v).map_err(|e| ToolError::Diverged {
-                key: key.to_string(),
-                why: format!(
-                    "the effect {key:?} ran and recorded an output that the tool's code now \
+            return serde_json::from_value(Rc::unwrap_or_clone(v)).map_err(|e| {
+                ToolError::Diverged {
+                    key: key.to_string(),
+                    why: format!(
+                        "the effect {key:?} ran and recorded an output that the tool's code now \
                          reads as another type ({e})"
-                ),
+                    ),
+                }
             });
         }
         self.runs_no_renamed_effect(key)?;
@@ -822,7 +816,7 @@ impl Cx {
         let mut st = self.inner.borrow_mut();
         let inputs = st.read.iter().cloned().collect();
         st.journal.once_inputs.insert(key.to_string(), inputs);
-        st.journal.once.insert(key.to_string(), v);
+        st.journal.once.insert(key.to_string(), Rc::new(v));
         st.replayed.insert(key.to_string());
         Ok(out)
     }
@@ -958,15 +952,6 @@ pub(crate) struct Finished {
     pub(crate) asked: BTreeMap<String, InputRequest>,
     pub(crate) notifications: Vec<Value>,
     pub(crate) status: Option<String>,
-}
-
-/// A short digest of `v`, to tell whether an answer changed between two
-/// runs of one call (not a security check: 64 bits keep the journal small;
-/// it travels in sealed tokens).
-fn short_digest(v: &Value) -> String {
-    let mut d = digest_json(v);
-    d.truncate(16);
-    d
 }
 
 fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ToolError> {

@@ -5,6 +5,7 @@
 //! before.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -150,6 +151,43 @@ pub struct Answer {
     /// question, not a reworded one, and its old answer is not kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub inputs: Option<String>,
+    /// A short digest of the outcome's value, made once when the answer is
+    /// recorded: every later round's replay reads the answer again and
+    /// notes what it read ([`Answer::seen`]), and hashing a large answer
+    /// on each of them made a long call's cost grow with the square of its
+    /// length. Absent in journals written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seen: Option<String>,
+}
+
+impl Answer {
+    /// The answer `outcome` to the question whose digest is `asked`.
+    pub fn new(asked: String, outcome: Result<Value, Value>, inputs: Option<String>) -> Self {
+        let seen = Some(short_digest(outcome.as_ref().unwrap_or_else(|e| e)));
+        Self {
+            asked,
+            outcome,
+            inputs,
+            seen,
+        }
+    }
+
+    /// The short digest of its value: the kept one, or made now for an
+    /// answer recorded before it was kept.
+    pub fn seen(&self) -> String {
+        self.seen
+            .clone()
+            .unwrap_or_else(|| short_digest(self.outcome.as_ref().unwrap_or_else(|e| e)))
+    }
+}
+
+/// A short digest of `v`, to tell whether an answer changed between two
+/// runs of one call (not a security check: 64 bits keep the journal small;
+/// it travels in sealed tokens).
+pub(crate) fn short_digest(v: &Value) -> String {
+    let mut d = digest_json(v);
+    d.truncate(16);
+    d
 }
 
 /// The state of one call between rounds.
@@ -159,15 +197,17 @@ pub struct Journal {
     pub v: u32,
     /// How many rounds have completed (0 before the first answer).
     pub round: u32,
-    /// Answers by key.
+    /// Answers by key. Shared: a journal is copied (to keep the call as a
+    /// round found it, to seal it, to keep it warm) and a copy must not
+    /// grow with the call's length.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub answers: BTreeMap<String, Answer>,
+    pub answers: BTreeMap<String, Rc<Answer>>,
     /// Requests sent in the last round and not answered yet, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pending: BTreeMap<String, InputRequest>,
     /// Memoized outputs of `cx.once` side effects, by key.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub once: BTreeMap<String, Value>,
+    pub once: BTreeMap<String, Rc<Value>>,
     /// For each `once` effect, the answers the run had read when it ran
     /// (key and a digest of the value: what its output may depend on; see
     /// `Cx::once`).
@@ -297,14 +337,8 @@ impl Journal {
                     let asked = req.digest();
                     let inputs = req.inputs.clone();
                     self.pending.remove(&key);
-                    self.answers.insert(
-                        key,
-                        Answer {
-                            asked,
-                            outcome,
-                            inputs,
-                        },
-                    );
+                    self.answers
+                        .insert(key, Rc::new(Answer::new(asked, outcome, inputs)));
                     taken += 1;
                 }
             }
@@ -402,11 +436,7 @@ impl Journal {
         self.opened.remove(key);
         self.answers.insert(
             key.to_string(),
-            Answer {
-                asked,
-                outcome: Ok(answer),
-                inputs,
-            },
+            Rc::new(Answer::new(asked, Ok(answer), inputs)),
         );
         Ok(())
     }
@@ -578,7 +608,7 @@ mod tests {
             "t".to_string(),
             Ok(json!({"action": "accept", "content": {"x": 1}})),
         )]);
-        j.once.insert("ticket".into(), json!("T-1"));
+        j.once.insert("ticket".into(), json!("T-1").into());
         j.round = 2;
         let text = serde_json::to_string(&j).expect("serializes");
         assert_eq!(serde_json::from_str::<Journal>(&text).expect("parses"), j);

@@ -196,7 +196,7 @@ mod tests {
             "ok".to_string(),
             Ok(json!({"action": "accept", "content": {}})),
         )]);
-        j.once.insert("deploy".into(), json!(1));
+        j.once.insert("deploy".into(), json!(1).into());
         j.mark(5_000, RoundEnd::Completed, None, "someone else");
         let t = j.trail.as_ref().expect("in a test");
         assert_eq!(t.owner, "ada", "the owner is the starter's");

@@ -461,14 +461,20 @@ impl<'a> Call<'a> {
         // become a task keeps its own; otherwise the token's copy is the
         // only one, and the journal goes into it.
         let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
-        let compact = if keep {
-            journal.clone().compacted()
-        } else {
-            std::mem::take(&mut journal).compacted()
-        };
-        // The cap holds for what the token would carry.
+        // The cap holds for what the token would carry. A durable call
+        // with more answers and outputs than a token could hold is not
+        // copied, compacted and measured on every round (that grew with
+        // the call's length).
         let in_token = self.durable.is_none()
-            || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+            || journal.answers.len() + journal.once.len() <= TOKEN_JOURNAL_CAP / 100;
+        let compact = match (keep, in_token) {
+            (_, false) => Journal::new(),
+            (true, true) => journal.clone().compacted(),
+            (false, true) => std::mem::take(&mut journal).compacted(),
+        };
+        let in_token = in_token
+            && (self.durable.is_none()
+                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP);
         let now = ctx.env.now_ms;
         let state = token::seal(
             &server.config.keys,
@@ -590,7 +596,7 @@ async fn run_claiming(
     journal: Journal,
     site: Site,
     call: &Call<'_>,
-    claim_row: Option<StoredCall>,
+    claim_row: Option<ClaimRow>,
 ) -> Result<(Run<Value>, bool), McpError> {
     let run = round::run(server, &input.target, input.args.clone(), journal, site);
     let mut run = std::pin::pin!(run);
@@ -599,7 +605,12 @@ async fn run_claiming(
         Poll::Ready(run) => (run, false),
         Poll::Pending => {
             let written = match (call.durable, &claim_row) {
-                (Some(d), Some(row)) => d.store.save(&d.call_id, row).map(|()| true)?,
+                (Some(d), Some(ClaimRow::Status(now))) => {
+                    d.store.claim(&d.call_id, *now).map(|()| true)?
+                }
+                (Some(d), Some(ClaimRow::Whole(row))) => {
+                    d.store.save(&d.call_id, row).map(|()| true)?
+                }
                 _ => false,
             };
             (run.await, written)
@@ -648,9 +659,17 @@ fn stored_reply(round: u32, answers: &str, reply: &Round) -> Result<StoredReply,
 enum Claimed {
     /// Run the round from this journal; write the claim (if any) before the
     /// round first waits.
-    Run(Journal, Option<StoredCall>),
+    Run(Journal, Option<ClaimRow>),
     /// Answer with the stored reply of this exact retry.
     Replay(Round),
+}
+
+/// The claim a round writes before it first waits.
+enum ClaimRow {
+    /// The stored row's status and times (its journal stays as it is).
+    Status(u64),
+    /// A call rebuilt from its token: the whole row, new.
+    Whole(Box<StoredCall>),
 }
 
 /// Durable mode: checks the retry against the stored call (compare-and-set
@@ -687,7 +706,15 @@ fn claim(
                 .clone()
                 .ok_or_else(|| refused("the call's stored state is gone"))?;
             j.round = c.round;
-            j
+            let row = StoredCall {
+                version: j.round,
+                status: CallStatus::Running,
+                claimed_at_ms: now_ms,
+                journal: j.clone(),
+                last_reply: None,
+                updated_ms: now_ms,
+            };
+            return Ok(Claimed::Run(j, Some(ClaimRow::Whole(Box::new(row)))));
         }
         Some(s) => {
             // A claim older than the timeout died with its isolate: the
@@ -732,15 +759,7 @@ fn claim(
             s.journal
         }
     };
-    let row = StoredCall {
-        version: journal.round,
-        status: CallStatus::Running,
-        claimed_at_ms: now_ms,
-        journal: journal.clone(),
-        last_reply: None,
-        updated_ms: now_ms,
-    };
-    Ok(Claimed::Run(journal, Some(row)))
+    Ok(Claimed::Run(journal, Some(ClaimRow::Status(now_ms))))
 }
 
 /// What a client coming back to a call an operator cancelled is told.

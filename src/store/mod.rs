@@ -5,6 +5,8 @@
 use std::cell::RefCell;
 use std::collections::BTreeMap;
 
+pub mod log;
+
 use serde::{Deserialize, Serialize};
 
 use crate::admin::summary;
@@ -143,16 +145,20 @@ impl StoredCall {
 /// A stored call as the columns of its row (what the Worker's SQLite
 /// table holds): the one place the row format is written and read, so a
 /// test can hold a row written today and read it with tomorrow's code.
+/// The journal's answers, effects' outputs and arguments are not in it:
+/// they are in its log ([`log`]), rows that grow with the work.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallRow {
     /// `version` (the round).
     pub version: i64,
-    /// `status`: `awaiting_input`, `running` or `completed`.
+    /// `status`: `awaiting_input`, `running`, `completed`, `cancelled`
+    /// or `purged`.
     pub status: String,
     /// `claimed_at` (ms).
     pub claimed_at: i64,
-    /// `journal`: the journal as JSON (it carries its own format version,
-    /// `v`).
+    /// `journal`: the journal's head as JSON (see [`log`]; an earlier
+    /// release wrote the whole journal here, which still reads). It
+    /// carries its own format version, `v`.
     pub journal: String,
     /// `reply`: the last answered round's reply as JSON, if any.
     pub reply: Option<String>,
@@ -161,14 +167,23 @@ pub struct CallRow {
 }
 
 impl CallRow {
-    /// The row a call is stored as.
-    pub fn of(call: &StoredCall) -> Result<Self, McpError> {
+    /// The row `call` is stored as, over rows that hold `base` (the
+    /// journal as they hold it, and its log; `None`: unknown, or a
+    /// tombstone: the log starts over), with what to append to the log
+    /// and the log after.
+    pub fn save(
+        call: &StoredCall,
+        base: Option<(&Journal, &log::Manifest)>,
+    ) -> Result<(Self, log::Rows, log::Manifest), McpError> {
         let status = serde_json::to_value(call.status).map_err(row_error)?;
-        Ok(Self {
+        // A tombstone keeps none of the call's log.
+        let base = base.filter(|_| call.status != CallStatus::Purged);
+        let (rows, manifest) = log::save(&call.journal, base)?;
+        let row = Self {
             version: i64::from(call.version),
             status: status.as_str().unwrap_or("running").to_string(),
             claimed_at: i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX),
-            journal: serde_json::to_string(&call.journal).map_err(row_error)?,
+            journal: rows.head.clone(),
             reply: call
                 .last_reply
                 .as_ref()
@@ -176,17 +191,37 @@ impl CallRow {
                 .transpose()
                 .map_err(row_error)?,
             updated_at: i64::try_from(call.updated_ms).unwrap_or(i64::MAX),
-        })
+        };
+        Ok((row, rows, manifest))
     }
 
-    /// The call a row holds. A journal of a newer format than this release
-    /// reads is refused (it was written by a newer deploy: rolled back, this
-    /// one would misread it), never guessed at.
+    /// The call a row and its log's deltas (whole bodies, in order) hold.
+    pub fn load(
+        self,
+        deltas: impl IntoIterator<Item = String>,
+    ) -> Result<(StoredCall, log::Manifest), McpError> {
+        let (journal, manifest) = log::load(&self.journal, deltas)?;
+        Ok((self.with(journal)?, manifest))
+    }
+
+    /// How many deltas follow the row in its log.
+    pub fn deltas(&self) -> Result<u32, McpError> {
+        log::deltas_of(&self.journal)
+    }
+
+    /// The call as its row alone holds it: the journal's head (its
+    /// tool, trail and pending questions, not its answers or effects'
+    /// outputs) — what a listing shows. A journal of a newer format than
+    /// this release reads is refused (it was written by a newer deploy:
+    /// rolled back, this one would misread it), never guessed at.
     pub fn call(self) -> Result<StoredCall, McpError> {
+        let journal = log::head_only(&self.journal)?;
+        self.with(journal)
+    }
+
+    fn with(self, journal: Journal) -> Result<StoredCall, McpError> {
         let status: CallStatus =
             serde_json::from_value(serde_json::Value::String(self.status)).map_err(row_error)?;
-        let journal: Journal = serde_json::from_str(&self.journal).map_err(row_error)?;
-        journal.readable()?;
         Ok(StoredCall {
             version: u32::try_from(self.version).unwrap_or(0),
             status,
@@ -219,6 +254,9 @@ pub trait CallStore {
     fn status(&self, id: &str) -> Result<Option<CallStatus>, McpError> {
         Ok(self.load(id)?.map(|c| c.status))
     }
+    /// Marks call `id` running since `now_ms` (a round's claim): its
+    /// status and times alone, nothing of its journal.
+    fn claim(&self, id: &str, now_ms: u64) -> Result<(), McpError>;
     /// Forgets every call idle for `ttl_ms` at `now_ms` (no token can name
     /// it any more), and makes every finished one (completed, cancelled)
     /// that last changed `retain_ms` or more ago a tombstone
@@ -226,7 +264,8 @@ pub trait CallStore {
     /// it); says when the next of those is due (`None`: nothing left).
     fn sweep(&self, now_ms: u64, ttl_ms: u64, retain_ms: u64) -> Result<Option<u64>, McpError>;
     /// Every call it holds, with its id (an operator's listing), but the
-    /// tombstones.
+    /// tombstones; each as its row holds it ([`CallRow::call`]: its
+    /// journal's head, not its answers or effects' outputs).
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
     /// Forgets call `id`.
     fn delete(&self, id: &str) -> Result<(), McpError>;
@@ -251,11 +290,15 @@ impl CallStatus {
     }
 }
 
-/// A `CallStore` in memory, for tests and benches.
+/// A `CallStore` in memory, for tests and benches: rows as the Worker's
+/// SQLite holds them (a call's row and its log's deltas), with the same
+/// warm copy of the calls it served last.
 #[derive(Debug, Default)]
 pub struct MemoryStore {
-    calls: RefCell<BTreeMap<String, StoredCall>>,
+    rows: RefCell<BTreeMap<String, (CallRow, Vec<String>)>>,
+    warm: log::Warm<StoredCall>,
     writes: std::cell::Cell<u64>,
+    written: std::cell::Cell<u64>,
     /// The largest row it takes, as serialized (`None`: any).
     row_limit: std::cell::Cell<Option<usize>>,
 }
@@ -263,21 +306,6 @@ pub struct MemoryStore {
 /// The largest row local workerd's SQLite takes (Cloudflare documents
 /// 2 MB): a test store given it refuses what a Durable Object would.
 pub const WORKERD_ROW_LIMIT: usize = 2_200_000;
-
-/// Whether a row of `value` fits `limit` (its JSON size, roughly what a
-/// row's columns hold): the error a Durable Object's storage gives, if not.
-pub(crate) fn fits(limit: Option<usize>, value: &impl Serialize) -> Result<(), McpError> {
-    let Some(limit) = limit else {
-        return Ok(());
-    };
-    let size = serde_json::to_vec(value).map_or(0, |v| v.len());
-    if size > limit {
-        return Err(McpError::internal(format!(
-            "durable storage failed: string or blob too big: SQLITE_TOOBIG ({size} bytes)"
-        )));
-    }
-    Ok(())
-}
 
 impl MemoryStore {
     /// An empty store.
@@ -290,73 +318,167 @@ impl MemoryStore {
         self.writes.get()
     }
 
+    /// How many bytes were written, in all.
+    pub fn bytes_written(&self) -> u64 {
+        self.written.get()
+    }
+
     /// Refuses rows larger than `bytes` from now on, as SQLite does.
     pub fn limit_rows(&self, bytes: usize) {
         self.row_limit.set(Some(bytes));
     }
 
+    /// Forgets its warm copies, as an evicted object does.
+    pub fn evict(&self) {
+        self.warm.clear();
+    }
+
     /// The ids of the calls it holds.
     pub fn ids(&self) -> Vec<String> {
-        self.calls.borrow().keys().cloned().collect()
+        self.rows.borrow().keys().cloned().collect()
     }
 
     /// How many calls it holds.
     pub fn len(&self) -> usize {
-        self.calls.borrow().len()
+        self.rows.borrow().len()
     }
 
     /// It holds no call.
     pub fn is_empty(&self) -> bool {
-        self.calls.borrow().is_empty()
+        self.rows.borrow().is_empty()
+    }
+
+    fn wrote(&self, rows: u64, bytes: usize) {
+        self.writes.set(self.writes.get() + rows);
+        self.written.set(self.written.get() + bytes as u64);
+    }
+
+    fn fits(&self, size: usize) -> Result<(), McpError> {
+        match self.row_limit.get() {
+            Some(limit) if size > limit => Err(McpError::internal(format!(
+                "durable storage failed: string or blob too big: SQLITE_TOOBIG ({size} bytes)"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    fn write(&self, id: &str, call: &StoredCall) -> Result<(), McpError> {
+        let (row, log_rows, manifest) = self.warm.with(id, |held| {
+            CallRow::save(call, held.map(|(c, m)| (&c.journal, m)))
+        })?;
+        let reply = row.reply.as_ref().map_or(0, String::len);
+        self.fits(row.journal.len() + reply)?;
+        let chunks = log_rows
+            .delta
+            .as_deref()
+            .map(log::chunks)
+            .unwrap_or_default();
+        for c in &chunks {
+            self.fits(c.len())?;
+        }
+        self.wrote(
+            1 + chunks.len() as u64 + u64::from(log_rows.reset),
+            row.journal.len() + reply + log_rows.delta.as_ref().map_or(0, String::len),
+        );
+        let mut rows = self.rows.borrow_mut();
+        let entry = rows
+            .entry(id.to_string())
+            .or_insert_with(|| (row.clone(), Vec::new()));
+        entry.0 = row;
+        if log_rows.reset {
+            entry.1.clear();
+        }
+        entry.1.extend(log_rows.delta);
+        self.warm.put(id, manifest, call.clone());
+        Ok(())
     }
 }
 
 impl CallStore for MemoryStore {
     fn load(&self, id: &str) -> Result<Option<StoredCall>, McpError> {
-        Ok(self.calls.borrow().get(id).cloned())
+        if let Some((call, _)) = self.warm.get(id) {
+            return Ok(Some(call));
+        }
+        let Some((row, log)) = self.rows.borrow().get(id).cloned() else {
+            return Ok(None);
+        };
+        let (call, manifest) = row.load(log)?;
+        self.warm.put(id, manifest, call.clone());
+        Ok(Some(call))
+    }
+
+    fn status(&self, id: &str) -> Result<Option<CallStatus>, McpError> {
+        let rows = self.rows.borrow();
+        let Some((row, _)) = rows.get(id) else {
+            return Ok(None);
+        };
+        serde_json::from_value(serde_json::Value::String(row.status.clone()))
+            .map(Some)
+            .map_err(row_error)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError> {
-        fits(self.row_limit.get(), call)?;
-        self.writes.set(self.writes.get() + 1);
-        self.calls.borrow_mut().insert(id.to_string(), call.clone());
+        self.write(id, call).inspect_err(|_| self.warm.forget(id))
+    }
+
+    fn claim(&self, id: &str, now_ms: u64) -> Result<(), McpError> {
+        let mut rows = self.rows.borrow_mut();
+        let Some((row, _)) = rows.get_mut(id) else {
+            return Ok(());
+        };
+        row.status = "running".into();
+        row.claimed_at = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        row.updated_at = row.claimed_at;
+        self.wrote(1, 32);
+        self.warm.touch(id, |c| {
+            c.status = CallStatus::Running;
+            c.claimed_at_ms = now_ms;
+            c.updated_ms = now_ms;
+        });
         Ok(())
     }
 
     fn sweep(&self, now_ms: u64, ttl_ms: u64, retain_ms: u64) -> Result<Option<u64>, McpError> {
-        let mut calls = self.calls.borrow_mut();
-        let before = calls.len();
-        calls.retain(|_, c| c.updated_ms.saturating_add(ttl_ms) > now_ms);
-        let mut writes = (before - calls.len()) as u64;
-        for c in calls.values_mut() {
-            if c.retained() && c.updated_ms.saturating_add(retain_ms) <= now_ms {
-                *c = c.tombstone();
-                writes += 1;
+        let due = |c: &StoredCall| {
+            c.updated_ms
+                .saturating_add(if c.retained() { retain_ms } else { ttl_ms })
+        };
+        let calls: Vec<(String, StoredCall)> = {
+            let rows = self.rows.borrow();
+            rows.iter()
+                .map(|(id, (row, _))| Ok((id.clone(), row.clone().call()?)))
+                .collect::<Result<_, McpError>>()?
+        };
+        let mut next = None::<u64>;
+        for (id, c) in calls {
+            if c.updated_ms.saturating_add(ttl_ms) <= now_ms {
+                self.delete(&id)?;
+                continue;
             }
+            if c.retained() && c.updated_ms.saturating_add(retain_ms) <= now_ms {
+                let tomb = c.tombstone();
+                self.save(&id, &tomb)?;
+                next = Some(next.map_or(due(&tomb), |n| n.min(due(&tomb))));
+                continue;
+            }
+            next = Some(next.map_or(due(&c), |n| n.min(due(&c))));
         }
-        self.writes.set(self.writes.get() + writes);
-        Ok(calls
-            .values()
-            .map(|c| {
-                c.updated_ms
-                    .saturating_add(if c.retained() { retain_ms } else { ttl_ms })
-            })
-            .min())
+        Ok(next)
     }
 
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError> {
-        Ok(self
-            .calls
+        self.rows
             .borrow()
             .iter()
-            .filter(|(_, v)| v.status != CallStatus::Purged)
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect())
+            .filter(|(_, (row, _))| row.status != "purged")
+            .map(|(k, (row, _))| Ok((k.clone(), row.clone().call()?)))
+            .collect()
     }
 
     fn delete(&self, id: &str) -> Result<(), McpError> {
-        if self.calls.borrow_mut().remove(id).is_some() {
-            self.writes.set(self.writes.get() + 1);
+        self.warm.forget(id);
+        if let Some((_, log)) = self.rows.borrow_mut().remove(id) {
+            self.wrote(1 + log.len() as u64, 0);
         }
         Ok(())
     }

@@ -3,19 +3,20 @@
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
+use super::log_rows::{self, Held};
 use crate::error::McpError;
 use crate::store::{CallRow, CallStatus, CallStore, StoredCall};
 
 /// A [`CallStore`] over the object's SQLite database: a row per call, keyed
-/// by call id (a shard's object holds many). `exec` is synchronous, so
-/// nothing here spans an await.
+/// by call id (a shard's object holds many), and its journal's log
+/// ([`log_rows`]). `exec` is synchronous, so nothing here spans an await.
 pub(crate) struct SqliteStore<'a> {
     sql: SqlStorage,
-    /// The table exists: the object keeps this across requests (a shard
-    /// stores a new call on nearly every request, and `CREATE TABLE IF NOT
-    /// EXISTS` is a statement like any other) and clears it when its
-    /// storage is deleted.
-    ensured: &'a std::cell::Cell<bool>,
+    /// What the object keeps across requests: the calls it served last,
+    /// and whether the table exists (a shard stores a new call on nearly
+    /// every request, and `CREATE TABLE IF NOT EXISTS` is a statement like
+    /// any other); cleared when its storage is deleted.
+    held: &'a Held,
 }
 
 /// A row as SQLite gives it (numbers come back as JS numbers); `id` only
@@ -33,7 +34,7 @@ struct Row {
 }
 
 impl Row {
-    fn call(self) -> std::result::Result<StoredCall, McpError> {
+    fn into_row(self) -> CallRow {
         CallRow {
             version: self.version as i64,
             status: self.status,
@@ -42,7 +43,11 @@ impl Row {
             reply: self.reply,
             updated_at: self.updated_at as i64,
         }
-        .call()
+    }
+
+    /// The call as its row holds it (its journal's head).
+    fn call(self) -> std::result::Result<StoredCall, McpError> {
+        self.into_row().call()
     }
 }
 
@@ -65,8 +70,51 @@ fn int(ms: u64) -> SqlStorageValue {
 }
 
 impl<'a> SqliteStore<'a> {
-    pub(crate) fn new(sql: SqlStorage, ensured: &'a std::cell::Cell<bool>) -> Self {
-        Self { sql, ensured }
+    pub(crate) fn new(sql: SqlStorage, held: &'a Held) -> Self {
+        Self { sql, held }
+    }
+
+    fn row(&self, id: &str) -> std::result::Result<Option<CallRow>, McpError> {
+        // No table yet is no call; the first save creates it.
+        let Some(rows) = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_calls WHERE id = ?",
+            vec![SqlStorageValue::from(id.to_string())],
+        )
+        .map_err(storage_error)?
+        else {
+            return Ok(None);
+        };
+        self.held.call_table.set(true);
+        Ok(rows.into_iter().next().map(Row::into_row))
+    }
+
+    fn write(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
+        self.ensure()?;
+        let (row, log, manifest) = self.held.calls.with(id, |held| {
+            CallRow::save(call, held.map(|(c, m)| (&c.journal, m)))
+        })?;
+        log_rows::write(&self.sql, self.held, id, &log, manifest.deltas)?;
+        let reply = match row.reply {
+            Some(r) => SqlStorageValue::from(r),
+            None => SqlStorageValue::Null,
+        };
+        self.sql
+            .exec(
+                "INSERT OR REPLACE INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                vec![
+                    SqlStorageValue::from(id.to_string()),
+                    SqlStorageValue::from(row.version),
+                    SqlStorageValue::from(row.status),
+                    SqlStorageValue::from(row.claimed_at),
+                    SqlStorageValue::from(row.journal),
+                    reply,
+                    SqlStorageValue::from(row.updated_at),
+                ],
+            )
+            .map_err(storage_error)?;
+        self.held.calls.put(id, manifest, call.clone());
+        Ok(())
     }
 
     /// Creates the table when missing (a fired alarm deletes it). Keyed by
@@ -75,10 +123,10 @@ impl<'a> SqliteStore<'a> {
     /// row and its key), which Cloudflare bills; now it is one. A table made
     /// before keeps its layout (`IF NOT EXISTS`); both read and write alike.
     fn ensure(&self) -> std::result::Result<(), McpError> {
-        if self.ensured.get() {
+        if self.held.call_table.get() {
             return Ok(());
         }
-        self.ensured.set(true);
+        self.held.call_table.set(true);
         self.sql
             .exec(
                 "CREATE TABLE IF NOT EXISTS durable_calls (
@@ -98,21 +146,24 @@ impl<'a> SqliteStore<'a> {
 
 impl CallStore for SqliteStore<'_> {
     fn load(&self, id: &str) -> std::result::Result<Option<StoredCall>, McpError> {
-        // No table yet is no call; the first save creates it.
-        let Some(rows) = super::sql::rows::<Row>(
-            &self.sql,
-            "SELECT version, status, claimed_at, journal, reply, updated_at FROM durable_calls WHERE id = ?",
-            vec![SqlStorageValue::from(id.to_string())],
-        )
-        .map_err(storage_error)?
-        else {
+        if let Some(call) = self
+            .held
+            .calls
+            .with(id, |held| held.map(|(c, _)| c.clone()))
+        {
+            return Ok(Some(call));
+        }
+        let Some(row) = self.row(id)? else {
             return Ok(None);
         };
-        self.ensured.set(true);
-        let Some(row) = rows.into_iter().next() else {
-            return Ok(None);
+        let log = if row.deltas()? > 0 {
+            log_rows::read(&self.sql, id)?
+        } else {
+            Vec::new()
         };
-        row.call().map(Some)
+        let (call, manifest) = row.load(log)?;
+        self.held.calls.put(id, manifest, call.clone());
+        Ok(Some(call))
     }
 
     fn status(&self, id: &str) -> std::result::Result<Option<CallStatus>, McpError> {
@@ -132,27 +183,24 @@ impl CallStore for SqliteStore<'_> {
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
-        self.ensure()?;
-        let row = CallRow::of(call)?;
-        let reply = match row.reply {
-            Some(r) => SqlStorageValue::from(r),
-            None => SqlStorageValue::Null,
-        };
+        self.write(id, call)
+            .inspect_err(|_| self.held.calls.forget(id))
+    }
+
+    fn claim(&self, id: &str, now_ms: u64) -> std::result::Result<(), McpError> {
         self.sql
             .exec(
-                "INSERT OR REPLACE INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                vec![
-                    SqlStorageValue::from(id.to_string()),
-                    SqlStorageValue::from(row.version),
-                    SqlStorageValue::from(row.status),
-                    SqlStorageValue::from(row.claimed_at),
-                    SqlStorageValue::from(row.journal),
-                    reply,
-                    SqlStorageValue::from(row.updated_at),
-                ],
+                "UPDATE durable_calls SET status = 'running', claimed_at = ?, updated_at = ? WHERE id = ?",
+                vec![int(now_ms), int(now_ms), SqlStorageValue::from(id.to_string())],
             )
-            .map(|_| ())
             .map_err(storage_error)
+            .inspect_err(|_| self.held.calls.forget(id))?;
+        self.held.calls.touch(id, |c| {
+            c.status = CallStatus::Running;
+            c.claimed_at_ms = now_ms;
+            c.updated_ms = now_ms;
+        });
+        Ok(())
     }
 
     fn list(&self) -> std::result::Result<Vec<(String, StoredCall)>, McpError> {
@@ -173,6 +221,8 @@ impl CallStore for SqliteStore<'_> {
     }
 
     fn delete(&self, id: &str) -> std::result::Result<(), McpError> {
+        self.held.calls.forget(id);
+        log_rows::forget(&self.sql, id)?;
         super::sql::run(
             &self.sql,
             "DELETE FROM durable_calls WHERE id = ?",
@@ -188,6 +238,14 @@ impl CallStore for SqliteStore<'_> {
         ttl_ms: u64,
         retain_ms: u64,
     ) -> std::result::Result<Option<u64>, McpError> {
+        // Their logs first: a call's rows go together.
+        super::sql::run(
+            &self.sql,
+            "DELETE FROM journal_log WHERE owner IN (SELECT id FROM durable_calls WHERE updated_at <= ?)",
+            vec![int(now_ms.saturating_sub(ttl_ms))],
+        )
+        .map_err(storage_error)?;
+        self.held.calls.clear();
         // An object that never stored a call has no table: nothing to sweep.
         let swept = super::sql::run(
             &self.sql,

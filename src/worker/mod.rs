@@ -25,6 +25,7 @@ mod fetch;
 mod index_store;
 mod js;
 mod keys;
+mod log_rows;
 mod object;
 mod session_store;
 mod sql;

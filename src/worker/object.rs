@@ -14,6 +14,7 @@ use worker::{Env, Request, Response, Result, State};
 use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
 use super::index_store::SqliteIndex;
+use super::log_rows::Held;
 use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
@@ -39,8 +40,8 @@ pub struct Object {
     /// When its alarm is armed for, as far as this instance knows (`None`:
     /// not known yet; asked once, on the first [`Effect::WakeBy`]).
     alarm: Cell<Option<Option<u64>>>,
-    /// Its durable calls' table exists (see [`SqliteStore`]).
-    call_table: Cell<bool>,
+    /// Its kept journals as last read or written (see [`Held`]).
+    held: Held,
 }
 
 impl Object {
@@ -54,7 +55,7 @@ impl Object {
             listeners: RefCell::new(Vec::new()),
             session_meta: RefCell::new(None),
             alarm: Cell::new(None),
-            call_table: Cell::new(false),
+            held: Held::default(),
         }
     }
 
@@ -121,14 +122,14 @@ impl Object {
     ) -> (
         SqliteStore<'_>,
         SqliteSessionStore<'_>,
-        SqliteTaskStore,
+        SqliteTaskStore<'_>,
         SqliteIndex,
     ) {
         let sql = self.state.storage().sql();
         (
-            SqliteStore::new(sql.clone(), &self.call_table),
-            SqliteSessionStore::new(sql.clone(), &self.session_meta),
-            SqliteTaskStore::new(sql.clone()),
+            SqliteStore::new(sql.clone(), &self.held),
+            SqliteSessionStore::new(sql.clone(), &self.session_meta, &self.held),
+            SqliteTaskStore::new(sql.clone(), &self.held),
             SqliteIndex::new(sql),
         )
     }
@@ -186,7 +187,7 @@ impl Object {
                     // Before the await: a request arriving meanwhile must
                     // not find the session in memory.
                     self.session_meta.borrow_mut().take();
-                    self.call_table.set(false);
+                    self.held.clear();
                     self.state.storage().delete_all().await?;
                     // Whether that took the alarm too depends on the
                     // compatibility date: ask again when it matters.

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use worker::{SqlStorage, SqlStorageValue};
 
+use super::log_rows::{self, Held};
 use crate::error::McpError;
 use crate::session::{SessionCall, SessionMeta, SessionStore};
 
@@ -40,6 +41,8 @@ pub(crate) type MetaCache = RefCell<Option<SessionMeta>>;
 pub(crate) struct SqliteSessionStore<'a> {
     sql: SqlStorage,
     cache: &'a MetaCache,
+    /// The calls it served last, parsed (see [`Held`]).
+    held: &'a Held,
     /// Whether the tables exist: learned from the first read (a missing
     /// table reads as empty), so no request pays a schema query.
     made: Cell<Option<bool>>,
@@ -61,10 +64,11 @@ struct EventRow {
 }
 
 impl<'a> SqliteSessionStore<'a> {
-    pub(crate) fn new(sql: SqlStorage, cache: &'a MetaCache) -> Self {
+    pub(crate) fn new(sql: SqlStorage, cache: &'a MetaCache, held: &'a Held) -> Self {
         Self {
             sql,
             cache,
+            held,
             made: Cell::new(None),
         }
     }
@@ -98,7 +102,59 @@ impl<'a> SqliteSessionStore<'a> {
         let rows: Vec<JsonRow> = self.rows(query, bind)?;
         Ok(rows.into_iter().map(|r| r.json).collect())
     }
+
+    /// The call a row holds, its log read (or the object's copy of it).
+    fn read_call(&self, json: &str) -> Result<SessionCall, McpError> {
+        let stream = serde_json::from_str::<Stream>(json).map_err(err)?.stream;
+        if let Some(c) = self
+            .held
+            .sessions
+            .with(&stream, |h| h.map(|(c, _)| c.clone()))
+        {
+            return Ok(c);
+        }
+        let owner = owner(&stream);
+        let (call, manifest) = SessionCall::from_row(json, |_| log_rows::read(&self.sql, &owner))?;
+        self.held.sessions.put(&stream, manifest, call.clone());
+        Ok(call)
+    }
+
+    fn write_call(&self, call: &SessionCall) -> Result<(), McpError> {
+        self.make()?;
+        let (json, rows, manifest) = self
+            .held
+            .sessions
+            .with(&call.stream, |h| call.rows(h.map(|(c, m)| (&c.journal, m))))?;
+        log_rows::write(
+            &self.sql,
+            self.held,
+            &owner(&call.stream),
+            &rows,
+            manifest.deltas,
+        )?;
+        self.sql
+            .exec(
+                "INSERT OR REPLACE INTO session_calls (stream, json) VALUES (?, ?)",
+                vec![call.stream.as_str().into(), json.into()],
+            )
+            .map_err(err)?;
+        self.held.sessions.put(&call.stream, manifest, call.clone());
+        Ok(())
+    }
 }
+
+/// A call's stream, read without the rest of its row.
+#[derive(Deserialize)]
+struct Stream {
+    stream: String,
+}
+
+/// A session call's journal's owner in the log.
+fn owner(stream: &str) -> String {
+    format!("session/{stream}")
+}
+
+impl SqliteSessionStore<'_> {}
 
 impl SessionStore for SqliteSessionStore<'_> {
     fn meta(&self) -> Result<Option<SessionMeta>, McpError> {
@@ -158,37 +214,30 @@ impl SessionStore for SqliteSessionStore<'_> {
     }
 
     fn call(&self, stream: &str) -> Result<Option<SessionCall>, McpError> {
+        if let Some(c) = self
+            .held
+            .sessions
+            .with(stream, |h| h.map(|(c, _)| c.clone()))
+        {
+            return Ok(Some(c));
+        }
         let rows = self.json_rows(
             "SELECT json FROM session_calls WHERE stream = ?",
             vec![stream.into()],
         )?;
-        let call: Option<SessionCall> = rows
-            .first()
-            .map(|j| serde_json::from_str(j).map_err(err))
-            .transpose()?;
         // A journal of a newer format is refused, not misread.
-        if let Some(c) = &call {
-            c.journal.readable()?;
-        }
-        Ok(call)
+        rows.first().map(|j| self.read_call(j)).transpose()
     }
 
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {
-        self.make()?;
-        let json = serde_json::to_string(call).map_err(err)?;
-        self.sql
-            .exec(
-                "INSERT OR REPLACE INTO session_calls (stream, json) VALUES (?, ?)",
-                vec![call.stream.as_str().into(), json.into()],
-            )
-            .map(|_| ())
-            .map_err(err)
+        self.write_call(call)
+            .inspect_err(|_| self.held.sessions.forget(&call.stream))
     }
 
     fn calls(&self) -> Result<Vec<SessionCall>, McpError> {
         self.json_rows("SELECT json FROM session_calls", vec![])?
             .iter()
-            .map(|j| serde_json::from_str(j).map_err(err))
+            .map(|j| self.read_call(j))
             .collect()
     }
 }

@@ -3,15 +3,20 @@
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
+use super::log_rows::{self, Held};
 use crate::error::McpError;
 use crate::server::task::{TaskRecord, TaskStore};
 
 /// A [`TaskStore`] over the object's SQLite database. Reading never
 /// creates the table: every object's alarm asks whether it holds a task,
 /// and the objects that do not (calls, sessions) must not be written to.
-pub(crate) struct SqliteTaskStore {
+pub(crate) struct SqliteTaskStore<'a> {
     sql: SqlStorage,
+    held: &'a Held,
 }
+
+/// The task's journal's owner in the log.
+const OWNER: &str = "task";
 
 #[derive(Deserialize)]
 struct Row {
@@ -22,34 +27,17 @@ fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("task storage failed: {e}"))
 }
 
-impl SqliteTaskStore {
-    pub(crate) fn new(sql: SqlStorage) -> Self {
-        Self { sql }
-    }
-}
-
-impl TaskStore for SqliteTaskStore {
-    fn load(&self) -> Result<Option<TaskRecord>, McpError> {
-        let rows = super::sql::rows::<Row>(
-            &self.sql,
-            "SELECT record FROM durable_task WHERE id = 1",
-            Vec::new(),
-        )
-        .map_err(storage_error)?
-        .unwrap_or_default();
-        let task: Option<TaskRecord> = rows
-            .into_iter()
-            .next()
-            .map(|r| serde_json::from_str(&r.record).map_err(storage_error))
-            .transpose()?;
-        // A journal of a newer format is refused, not misread.
-        if let Some(t) = &task {
-            t.journal.readable()?;
-        }
-        Ok(task)
+impl<'a> SqliteTaskStore<'a> {
+    pub(crate) fn new(sql: SqlStorage, held: &'a Held) -> Self {
+        Self { sql, held }
     }
 
-    fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+    fn write(&self, task: &TaskRecord) -> Result<(), McpError> {
+        let (record, rows, manifest) = self
+            .held
+            .task
+            .with(OWNER, |h| task.rows(h.map(|(t, m)| (&t.journal, m))))?;
+        log_rows::write(&self.sql, self.held, OWNER, &rows, manifest.deltas)?;
         self.sql
             .exec(
                 "CREATE TABLE IF NOT EXISTS durable_task (
@@ -58,13 +46,41 @@ impl TaskStore for SqliteTaskStore {
                 None,
             )
             .map_err(storage_error)?;
-        let record = serde_json::to_string(task).map_err(storage_error)?;
         self.sql
             .exec(
                 "INSERT OR REPLACE INTO durable_task (id, record) VALUES (1, ?)",
                 vec![SqlStorageValue::from(record)],
             )
-            .map(|_| ())
-            .map_err(storage_error)
+            .map_err(storage_error)?;
+        self.held.task.put(OWNER, manifest, task.clone());
+        Ok(())
+    }
+}
+
+impl TaskStore for SqliteTaskStore<'_> {
+    fn load(&self) -> Result<Option<TaskRecord>, McpError> {
+        if let Some(t) = self.held.task.with(OWNER, |h| h.map(|(t, _)| t.clone())) {
+            return Ok(Some(t));
+        }
+        let rows = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT record FROM durable_task WHERE id = 1",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        let Some(row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        // A journal of a newer format is refused, not misread.
+        let (task, manifest) =
+            TaskRecord::from_row(&row.record, |_| log_rows::read(&self.sql, OWNER))?;
+        self.held.task.put(OWNER, manifest, task.clone());
+        Ok(Some(task))
+    }
+
+    fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
+        self.write(task)
+            .inspect_err(|_| self.held.task.forget(OWNER))
     }
 }

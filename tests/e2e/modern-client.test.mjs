@@ -52,6 +52,8 @@ const SIGNIN_TOOLS = ['release', 'whoami'];
 /** The URL-elicitation fixtures (tests/fixtures-worker/src/pages.rs). */
 const PAGE_TOOLS = ['connect'];
 const APPROVAL_TOOLS = ['file_change'];
+/** The long-call fixtures (tests/fixtures-worker/src/long.rs). */
+const LONG_TOOLS = ['hoard', 'hoard_task', 'long_talk'];
 /** The chaining fixtures (tests/fixtures-worker/src/chains.rs). */
 const CHAIN_TOOLS = ['chain_loop', 'chain_step', 'chain_start', 'chain_to_unlisted', 'chain_bad_arguments'];
 
@@ -134,7 +136,7 @@ test('the client lists every tool, examples and fixtures, sorted by name', async
   const { tools } = await main.client.listTools({}, { cacheMode: 'bypass' });
   const names = tools.map((t) => t.name);
   assert.deepEqual(names, [...names].sort(), 'tools are sorted by name');
-  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS, ...TASK_TOOLS, ...CHAIN_TOOLS, ...SIGNIN_TOOLS, ...PAGE_TOOLS, ...APPROVAL_TOOLS].sort());
+  assert.deepEqual(names, [...EXAMPLE_TOOLS, ...FIXTURE_TOOLS, ...TASK_TOOLS, ...CHAIN_TOOLS, ...SIGNIN_TOOLS, ...PAGE_TOOLS, ...APPROVAL_TOOLS, ...LONG_TOOLS].sort());
   const deploy = tools.find((t) => t.name === 'deploy');
   assert.equal(deploy.title, 'Deploy a service');
   assert.deepEqual(deploy.inputSchema.required, ['service']);

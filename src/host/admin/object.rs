@@ -374,6 +374,10 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
         if !ids.contains(&admin) || call.status.is_final() {
             continue;
         }
+        // A listing holds its journal's head: the call whole, its log read.
+        let Some(call) = stores.call.load(&id)? else {
+            continue;
+        };
         if let Some(inv) = call.journal.invocation.clone() {
             out.push(PausedCall::new(
                 admin,

@@ -96,6 +96,29 @@ pub struct TaskRecord {
 }
 
 impl TaskRecord {
+    /// The task as its row holds it (its journal's head in place of its
+    /// journal; see [`crate::store::log`]) over rows holding `base`, with
+    /// what to append to its log, and the log after.
+    pub fn rows(
+        &self,
+        base: Option<(&Journal, &crate::store::log::Manifest)>,
+    ) -> Result<(String, crate::store::log::Rows, crate::store::log::Manifest), McpError> {
+        let bare = |journal| TaskRecord {
+            journal,
+            ..self.clone()
+        };
+        crate::store::log::save_record(bare, &self.journal, base)
+    }
+
+    /// The task a row holds (a record stored whole by an earlier release
+    /// reads too); `deltas(n)` reads its log's `n` deltas.
+    pub fn from_row(
+        row: &str,
+        deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
+    ) -> Result<(Self, crate::store::log::Manifest), McpError> {
+        crate::store::log::load_record(row, deltas, |t: &mut TaskRecord| &mut t.journal)
+    }
+
     /// The task as an operator's listing shows it (admin id `t.<digest of
     /// the task id>`).
     pub fn summary(&self) -> CallSummary {
@@ -145,6 +168,9 @@ pub trait TaskStore {
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
     task: RefCell<Option<TaskRecord>>,
+    /// What its rows hold of the journal (its log written as the
+    /// Worker's store writes it, to check rows against the limit).
+    warm: crate::store::log::Warm<TaskRecord>,
     writes: std::cell::Cell<u64>,
     row_limit: std::cell::Cell<Option<usize>>,
 }
@@ -172,9 +198,28 @@ impl TaskStore for MemoryTaskStore {
     }
 
     fn save(&self, task: &TaskRecord) -> Result<(), McpError> {
-        crate::store::fits(self.row_limit.get(), task)?;
-        self.writes.set(self.writes.get() + 1);
+        let (row, rows, manifest) = self
+            .warm
+            .with("task", |h| task.rows(h.map(|(t, m)| (&t.journal, m))))
+            .inspect_err(|_| self.warm.forget("task"))?;
+        let chunks = rows
+            .delta
+            .as_deref()
+            .map(crate::store::log::chunks)
+            .unwrap_or_default();
+        let limit = self.row_limit.get().unwrap_or(usize::MAX);
+        if let Some(size) = std::iter::once(row.len())
+            .chain(chunks.iter().map(|c| c.len()))
+            .find(|n| *n > limit)
+        {
+            self.warm.forget("task");
+            return Err(McpError::internal(format!(
+                "task storage failed: string or blob too big: SQLITE_TOOBIG ({size} bytes)"
+            )));
+        }
+        self.writes.set(self.writes.get() + 1 + chunks.len() as u64);
         *self.task.borrow_mut() = Some(task.clone());
+        self.warm.put("task", manifest, task.clone());
         Ok(())
     }
 }

@@ -12,6 +12,8 @@
 //! - `pages.rs`: `connect` and its `/connect` page (URL-mode elicitation).
 //! - `approvals.rs`: `file_change` (an effect made of an answer, then a
 //!   pause: what an operator's export must not show).
+//! - `long.rs`: `long_talk` (an agent loop: many sampling rounds) and
+//!   `hoard` / `hoard_task` (large effect outputs between two questions).
 //! - `trap.rs`: tools that trap, only with `TRAP_TOOLS` set (recovery tests).
 //! - `../skills/`: the skills (SEP-2640) the suite reads, one folder each.
 
@@ -19,6 +21,7 @@ mod approvals;
 mod chains;
 mod examples;
 mod fixtures;
+mod long;
 mod pages;
 mod signin;
 mod tasks;
@@ -39,6 +42,7 @@ pub fn registry(env: &Bindings) -> Result<Registry, SkillError> {
     signin::register(&mut r);
     pages::register(&mut r);
     approvals::register(&mut r);
+    long::register(&mut r);
     if env.var("TRAP_TOOLS").is_some() {
         trap::register(&mut r);
     }

@@ -1,0 +1,726 @@
+//! A kept journal as rows that grow with the work, not with its square.
+//!
+//! A journal kept whole in one row was rewritten (and read back, and
+//! parsed) on every round: a call of `n` rounds wrote `n²/2` answers, and
+//! died when the row passed SQLite's 2 MB. Here a journal is stored as a
+//! small *head* (what changes every round: the round, what is pending,
+//! the trail's marks, the code versions) and a *log*: each save appends
+//! one delta holding only what the round added or removed — answers,
+//! `once` outputs and their inputs, the trail's answer and effect times,
+//! the arguments — split into rows of at most [`CHUNK_BYTES`]. Loading
+//! replays the deltas in order.
+//!
+//! What a save compares against is the journal its rows hold, as the
+//! keeper's object last wrote or read it, held parsed in a [`Warm`] cache
+//! (with the log's [`Manifest`]): a warm round neither reads nor parses
+//! what earlier rounds stored, and the comparison walks keys and compares
+//! shared values by address, never by content. Without it (a cold
+//! object, or after a failed write) a save starts the log over.
+//!
+//! This module is sans-IO: the stores (`MemoryStore`, and the Worker's
+//! SQLite stores) write the [`Rows`] it describes.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::engine::{Answer, Invocation, Journal, Trail};
+use crate::error::McpError;
+
+/// The most a log row holds (SQLite refuses a row over 2 MB; a body is
+/// split on a character boundary into rows of at most this).
+pub const CHUNK_BYTES: usize = 1_000_000;
+
+/// The most a kept call's log may hold: past it, the round that would
+/// grow it fails the call (once, with an error line), and nothing the
+/// call stored runs again. A Durable Object has 128 MB of memory, and a
+/// call's journal is held in it parsed.
+pub const CALL_CAP_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What a journal's log holds: how many deltas, how many bytes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Manifest {
+    /// How many deltas the log holds.
+    pub deltas: u32,
+    /// How many bytes they hold.
+    pub bytes: u64,
+    /// The rows are not a log (a journal stored whole by an earlier
+    /// release): the next save starts one.
+    stale: bool,
+}
+
+/// What one save writes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rows {
+    /// The head, whole (it replaces the last one).
+    pub head: String,
+    /// Forget the log first: this save writes it all again.
+    pub reset: bool,
+    /// The delta to append as number `Manifest::deltas - 1` (`None`:
+    /// nothing was added or removed). Split it with [`chunks`].
+    pub delta: Option<String>,
+}
+
+/// The head as stored: the journal without what the log holds, and how
+/// many deltas follow it.
+#[derive(Serialize)]
+struct HeadOut<'a> {
+    log: u32,
+    bytes: u64,
+    head: &'a Journal,
+}
+
+/// A head as read back. (Told from a journal stored whole by its `log`
+/// field, probed first: an untagged enum would build a second
+/// deserializer for the journal's whole type tree into the wasm.)
+#[derive(Deserialize)]
+struct HeadIn {
+    log: u32,
+    bytes: u64,
+    head: Journal,
+}
+
+/// The head's `log` field alone, if it has one.
+#[derive(Deserialize)]
+struct Probe {
+    #[serde(default)]
+    log: Option<u32>,
+}
+
+/// A head, or a journal stored whole by an earlier release.
+fn read_head(head: &str) -> Result<(Journal, Option<(u32, u64)>), McpError> {
+    let probe: Probe = serde_json::from_str(head).map_err(read_error)?;
+    let read = if probe.log.is_some() {
+        let h: HeadIn = serde_json::from_str(head).map_err(read_error)?;
+        (h.head, Some((h.log, h.bytes)))
+    } else {
+        (serde_json::from_str(head).map_err(read_error)?, None)
+    };
+    read.0.readable()?;
+    Ok(read)
+}
+
+/// One delta as written: references into the journal, nothing copied.
+#[derive(Serialize, Default)]
+struct DeltaOut<'a> {
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    a: BTreeMap<&'a str, &'a Answer>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    o: BTreeMap<&'a str, &'a Value>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    i: BTreeMap<&'a str, &'a BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    w: BTreeMap<&'a str, u64>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    e: BTreeMap<&'a str, u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<&'a Value>,
+    #[serde(skip_serializing_if = "Gone::is_empty")]
+    gone: Gone,
+}
+
+/// One delta as read back.
+#[derive(Deserialize)]
+struct DeltaIn {
+    #[serde(default)]
+    a: BTreeMap<String, Answer>,
+    #[serde(default)]
+    o: BTreeMap<String, Value>,
+    #[serde(default)]
+    i: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    w: BTreeMap<String, u64>,
+    #[serde(default)]
+    e: BTreeMap<String, u64>,
+    #[serde(default)]
+    x: Option<Value>,
+    #[serde(default)]
+    gone: Gone,
+}
+
+/// The keys a delta removes, by map.
+#[derive(Serialize, Deserialize, Default)]
+struct Gone {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    a: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    o: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    i: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    w: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    e: Vec<String>,
+}
+
+impl Gone {
+    fn is_empty(&self) -> bool {
+        self.a.is_empty()
+            && self.o.is_empty()
+            && self.i.is_empty()
+            && self.w.is_empty()
+            && self.e.is_empty()
+    }
+}
+
+/// The same answer: the one the rows hold (shared, so by address), or
+/// one recorded again alike.
+fn same_answer(a: &Rc<Answer>, b: &Rc<Answer>) -> bool {
+    Rc::ptr_eq(a, b) || (a.asked == b.asked && a.inputs == b.inputs && a.seen() == b.seen())
+}
+
+/// Puts of keys new or changed in `now` since `was`, and the keys gone:
+/// one walk of both (sorted) maps.
+fn changed<'a, V>(
+    was: &BTreeMap<String, V>,
+    now: &'a BTreeMap<String, V>,
+    same: impl Fn(&V, &V) -> bool,
+) -> (Vec<&'a str>, Vec<String>) {
+    use std::cmp::Ordering;
+    let (mut put, mut gone) = (Vec::new(), Vec::new());
+    let mut old = was.iter().peekable();
+    for (k, v) in now {
+        loop {
+            match old.peek() {
+                Some((o, _)) if o.as_str() < k.as_str() => {
+                    gone.push((*o).clone());
+                    old.next();
+                }
+                _ => break,
+            }
+        }
+        match old.peek().map(|(o, w)| (o.as_str().cmp(k), w)) {
+            Some((Ordering::Equal, w)) => {
+                if !same(w, v) {
+                    put.push(k.as_str());
+                }
+                old.next();
+            }
+            _ => put.push(k.as_str()),
+        }
+    }
+    gone.extend(old.map(|(o, _)| o.clone()));
+    (put, gone)
+}
+
+/// The journal less what the log holds (the arguments are named by
+/// their tool alone: a listing reads heads only).
+fn head_of(j: &Journal) -> Journal {
+    Journal {
+        v: j.v,
+        round: j.round,
+        answers: BTreeMap::new(),
+        pending: j.pending.clone(),
+        once: BTreeMap::new(),
+        once_inputs: BTreeMap::new(),
+        patches: j.patches.clone(),
+        code: j.code.clone(),
+        opened: j.opened.clone(),
+        invocation: j.invocation.as_ref().map(|i| Invocation {
+            tool: i.tool.clone(),
+            arguments: Value::Null,
+        }),
+        trail: j.trail.as_ref().map(|t| {
+            Box::new(Trail {
+                owner: t.owner.clone(),
+                started_ms: t.started_ms,
+                trace_id: t.trace_id.clone(),
+                marks: t.marks.clone(),
+                answered: BTreeMap::new(),
+                effects: BTreeMap::new(),
+                waited_ms: t.waited_ms,
+            })
+        }),
+    }
+}
+
+fn store_error(e: serde_json::Error) -> McpError {
+    McpError::internal(format!("storage: a kept journal does not write: {e}"))
+}
+
+fn read_error(e: serde_json::Error) -> McpError {
+    McpError::internal(format!("storage: a kept journal does not read: {e}"))
+}
+
+/// What storing `journal` writes over rows that hold `base` (the
+/// journal as they hold it, and their log; `None`: unknown, so the log
+/// starts over), and the log after. A call whose log would pass
+/// [`CALL_CAP_BYTES`] is refused.
+pub fn save(
+    journal: &Journal,
+    base: Option<(&Journal, &Manifest)>,
+) -> Result<(Rows, Manifest), McpError> {
+    let base = base.filter(|(_, m)| !m.stale);
+    let (empty, none) = (Journal::default(), Manifest::default());
+    let (was, log) = base.unwrap_or((&empty, &none));
+    let no_times = BTreeMap::new();
+    fn times<'a>(
+        j: &'a Journal,
+        none: &'a BTreeMap<String, u64>,
+    ) -> (&'a BTreeMap<String, u64>, &'a BTreeMap<String, u64>) {
+        j.trail
+            .as_deref()
+            .map_or((none, none), |t| (&t.answered, &t.effects))
+    }
+    let (answered, effects) = times(journal, &no_times);
+    let (was_answered, was_effects) = times(was, &no_times);
+    let mut delta = DeltaOut::default();
+    let (put, gone) = changed(&was.answers, &journal.answers, same_answer);
+    delta.a = put.into_iter().map(|k| (k, &*journal.answers[k])).collect();
+    delta.gone.a = gone;
+    let (put, gone) = changed(&was.once, &journal.once, |a, b| Rc::ptr_eq(a, b) || a == b);
+    delta.o = put.into_iter().map(|k| (k, &*journal.once[k])).collect();
+    delta.gone.o = gone;
+    // An effect's inputs are recorded with it, once.
+    let (put, gone) = changed(&was.once_inputs, &journal.once_inputs, |_, _| true);
+    delta.i = put
+        .into_iter()
+        .map(|k| (k, &journal.once_inputs[k]))
+        .collect();
+    delta.gone.i = gone;
+    let (put, gone) = changed(was_answered, answered, |a, b| a == b);
+    delta.w = put.into_iter().map(|k| (k, answered[k])).collect();
+    delta.gone.w = gone;
+    let (put, gone) = changed(was_effects, effects, |a, b| a == b);
+    delta.e = put.into_iter().map(|k| (k, effects[k])).collect();
+    delta.gone.e = gone;
+    fn arguments(j: &Journal) -> Option<&Value> {
+        j.invocation.as_ref().map(|i| &i.arguments)
+    }
+    if arguments(was).is_none_or(Value::is_null) {
+        delta.x = arguments(journal).filter(|a| !a.is_null());
+    }
+    let mut next = if base.is_some() {
+        log.clone()
+    } else {
+        Manifest::default()
+    };
+    let empty_delta = delta.a.is_empty()
+        && delta.o.is_empty()
+        && delta.i.is_empty()
+        && delta.w.is_empty()
+        && delta.e.is_empty()
+        && delta.x.is_none()
+        && delta.gone.is_empty();
+    let delta = if empty_delta {
+        None
+    } else {
+        let body = serde_json::to_string(&delta).map_err(store_error)?;
+        next.deltas += 1;
+        next.bytes += body.len() as u64;
+        Some(body)
+    };
+    if next.bytes > CALL_CAP_BYTES {
+        return Err(McpError::internal(format!(
+            "The call has grown past the {CALL_CAP_BYTES} bytes a kept call may hold \
+             (its answers and effects' outputs): it cannot go on"
+        )));
+    }
+    let head = serde_json::to_string(&HeadOut {
+        log: next.deltas,
+        bytes: next.bytes,
+        head: &head_of(journal),
+    })
+    .map_err(store_error)?;
+    let reset = base.is_none();
+    Ok((Rows { head, reset, delta }, next))
+}
+
+/// How many deltas the head `head` says follow it (0 for a journal
+/// stored whole): what a store reads after it.
+pub fn deltas_of(head: &str) -> Result<u32, McpError> {
+    serde_json::from_str::<Probe>(head)
+        .map(|p| p.log.unwrap_or(0))
+        .map_err(read_error)
+}
+
+/// The head's journal alone, without reading its log: what a listing
+/// shows (its tool, trail, status) needs nothing more.
+pub fn head_only(head: &str) -> Result<Journal, McpError> {
+    read_head(head).map(|(j, _)| j)
+}
+
+/// The journal a head and its deltas (whole bodies, in order) hold, and
+/// their manifest.
+pub fn load(
+    head: &str,
+    deltas: impl IntoIterator<Item = String>,
+) -> Result<(Journal, Manifest), McpError> {
+    let (j, log) = read_head(head)?;
+    match log {
+        Some((count, bytes)) => logged(j, count, bytes, deltas),
+        // Stored whole: the next save writes it as a log from scratch.
+        None => Ok((j, stale())),
+    }
+}
+
+fn logged(
+    mut j: Journal,
+    count: u32,
+    bytes: u64,
+    deltas: impl IntoIterator<Item = String>,
+) -> Result<(Journal, Manifest), McpError> {
+    let mut seen = 0;
+    for body in deltas {
+        apply(&mut j, serde_json::from_str(&body).map_err(read_error)?);
+        seen += 1;
+    }
+    if seen != count {
+        return Err(McpError::internal(format!(
+            "storage: a kept journal's log holds {seen} deltas of {count}"
+        )));
+    }
+    Ok((
+        j,
+        Manifest {
+            deltas: count,
+            bytes,
+            stale: false,
+        },
+    ))
+}
+
+/// The manifest of rows that are not a log: a save over it writes
+/// everything again.
+fn stale() -> Manifest {
+    Manifest {
+        stale: true,
+        ..Manifest::default()
+    }
+}
+
+fn apply(j: &mut Journal, d: DeltaIn) {
+    for k in d.gone.a {
+        j.answers.remove(&k);
+    }
+    for k in d.gone.o {
+        j.once.remove(&k);
+    }
+    for k in d.gone.i {
+        j.once_inputs.remove(&k);
+    }
+    for (k, mut a) in d.a {
+        // Kept from now on: a replay reads it on every round.
+        if a.seen.is_none() {
+            a.seen = Some(a.seen());
+        }
+        j.answers.insert(k, Rc::new(a));
+    }
+    j.once.extend(d.o.into_iter().map(|(k, v)| (k, Rc::new(v))));
+    j.once_inputs.extend(d.i);
+    if let (Some(args), Some(inv)) = (d.x, j.invocation.as_mut()) {
+        inv.arguments = args;
+    }
+    let touches_trail =
+        !(d.w.is_empty() && d.e.is_empty() && d.gone.w.is_empty() && d.gone.e.is_empty());
+    if touches_trail {
+        let t = j.trail.get_or_insert_with(Default::default);
+        for k in d.gone.w {
+            t.answered.remove(&k);
+        }
+        for k in d.gone.e {
+            t.effects.remove(&k);
+        }
+        t.answered.extend(d.w);
+        t.effects.extend(d.e);
+    }
+}
+
+/// The `v` of the empty journal a record is written with, whose place
+/// in the record's JSON the head takes (see [`save_record`]).
+const HOLE: u32 = u32::MAX - 7;
+
+/// A record that holds a journal (a session's call, a task) as its row
+/// holds it: the record's JSON with the journal's head in place of the
+/// journal; with what to append to the log, and the log after. `bare`
+/// makes the record with the journal it is given (an empty one, marked,
+/// whose place the head takes: the record is written as JSON once, by
+/// the serializer it has anyway).
+pub fn save_record<T: Serialize>(
+    bare: impl FnOnce(Journal) -> T,
+    journal: &Journal,
+    base: Option<(&Journal, &Manifest)>,
+) -> Result<(String, Rows, Manifest), McpError> {
+    let (rows, manifest) = save(journal, base)?;
+    let hole = Journal {
+        v: HOLE,
+        ..Journal::default()
+    };
+    let json = serde_json::to_string(&bare(hole)).map_err(store_error)?;
+    let marked = format!("\"journal\":{{\"v\":{HOLE},\"round\":0}}");
+    let Some(at) = json.find(&marked) else {
+        return Err(McpError::internal(
+            "storage: a kept record has no place for its journal",
+        ));
+    };
+    let mut out = String::with_capacity(json.len() + rows.head.len());
+    out.push_str(&json[..at]);
+    out.push_str("\"journal\":");
+    out.push_str(&rows.head);
+    out.push_str(&json[at + marked.len()..]);
+    Ok((out, rows, manifest))
+}
+
+/// The record a row holds (see [`save_record`]; a record stored whole by
+/// an earlier release reads too): `deltas(n)` reads its log's `n` deltas;
+/// `journal` is the record's journal.
+pub fn load_record<T: serde::de::DeserializeOwned>(
+    json: &str,
+    deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
+    journal: impl FnOnce(&mut T) -> &mut Journal,
+) -> Result<(T, Manifest), McpError> {
+    #[derive(Deserialize)]
+    struct RowProbe {
+        journal: Probe,
+    }
+    #[derive(Deserialize)]
+    struct RowHead {
+        journal: HeadIn,
+    }
+    let mut t: T = serde_json::from_str(json).map_err(read_error)?;
+    let probe: RowProbe = serde_json::from_str(json).map_err(read_error)?;
+    let Some(count) = probe.journal.log else {
+        // Stored whole.
+        journal(&mut t).readable()?;
+        return Ok((t, stale()));
+    };
+    let head: RowHead = serde_json::from_str(json).map_err(read_error)?;
+    head.journal.head.readable()?;
+    let log = if count > 0 {
+        deltas(count)?
+    } else {
+        Vec::new()
+    };
+    let (j, manifest) = logged(head.journal.head, count, head.journal.bytes, log)?;
+    *journal(&mut t) = j;
+    Ok((t, manifest))
+}
+
+/// `body` as rows of at most [`CHUNK_BYTES`], cut on character
+/// boundaries (one empty row for an empty body).
+pub fn chunks(body: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while rest.len() > CHUNK_BYTES {
+        let mut cut = CHUNK_BYTES;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (a, b) = rest.split_at(cut);
+        out.push(a);
+        rest = b;
+    }
+    out.push(rest);
+    out
+}
+
+/// What a keeper's object holds of the calls it served last: each one
+/// parsed, with the manifest of its rows. Exact because the object is
+/// the only writer of its storage and its writes are synchronous; a
+/// store forgets an entry whose write failed, and an object's memory
+/// goes with it when it is evicted.
+#[derive(Debug)]
+pub struct Warm<T> {
+    held: RefCell<Vec<(String, Manifest, T)>>,
+}
+
+/// How many calls a [`Warm`] holds (a shard's object serves many).
+const WARM_CALLS: usize = 8;
+
+/// How many bytes of logs a [`Warm`] holds parsed, at most.
+const WARM_BYTES: u64 = 48 * 1024 * 1024;
+
+impl<T> Default for Warm<T> {
+    fn default() -> Self {
+        Self {
+            held: RefCell::new(Vec::new()),
+        }
+    }
+}
+
+impl<T: Clone> Warm<T> {
+    /// The call `id` and its manifest, if held.
+    pub fn get(&self, id: &str) -> Option<(T, Manifest)> {
+        let held = self.held.borrow();
+        let (_, m, t) = held.iter().find(|(k, _, _)| k == id)?;
+        Some((t.clone(), m.clone()))
+    }
+
+    /// `f` of call `id` as held, and its log; `f(None)` if not held.
+    pub fn with<R>(&self, id: &str, f: impl FnOnce(Option<(&T, &Manifest)>) -> R) -> R {
+        let held = self.held.borrow();
+        f(held
+            .iter()
+            .find(|(k, _, _)| k == id)
+            .map(|(_, m, t)| (t, m)))
+    }
+
+    /// Holds call `id` as its rows now are (the latest first).
+    pub fn put(&self, id: &str, manifest: Manifest, t: T) {
+        let mut held = self.held.borrow_mut();
+        held.retain(|(k, _, _)| k != id);
+        held.insert(0, (id.to_string(), manifest, t));
+        let mut bytes = 0;
+        let mut keep = 0;
+        for (_, m, _) in held.iter() {
+            bytes += m.bytes;
+            if keep == WARM_CALLS || (keep > 0 && bytes > WARM_BYTES) {
+                break;
+            }
+            keep += 1;
+        }
+        held.truncate(keep);
+    }
+
+    /// Changes the held copy of call `id` as its row was changed (its
+    /// status, a claim): its log is as it was.
+    pub fn touch(&self, id: &str, change: impl FnOnce(&mut T)) {
+        if let Some((_, _, t)) = self.held.borrow_mut().iter_mut().find(|(k, _, _)| k == id) {
+            change(t);
+        }
+    }
+
+    /// Forgets call `id` (its rows changed otherwise, or a write failed).
+    pub fn forget(&self, id: &str) {
+        self.held.borrow_mut().retain(|(k, _, _)| k != id);
+    }
+
+    /// Forgets every call.
+    pub fn clear(&self) {
+        self.held.borrow_mut().clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn answered(j: &mut Journal, key: &str, value: Value) {
+        j.answers.insert(
+            key.to_string(),
+            Rc::new(Answer::new(format!("asked-{key}"), Ok(value), None)),
+        );
+    }
+
+    /// Saves `j` over `base`, and reads back what the rows hold.
+    fn round_trip(
+        j: &Journal,
+        base: Option<(&Journal, &Manifest)>,
+        log: &mut Vec<String>,
+    ) -> (Journal, Manifest, Rows) {
+        let (rows, m) = save(j, base).expect("ok");
+        if rows.reset {
+            log.clear();
+        }
+        if let Some(d) = &rows.delta {
+            log.push(d.clone());
+        }
+        let (back, m2) = load(&rows.head, log.clone()).expect("ok");
+        assert_eq!(m, m2, "the manifest written is the one read back");
+        (back, m, rows)
+    }
+
+    #[test]
+    fn a_round_writes_what_it_added_and_reads_back_whole() {
+        let mut j = Journal::new();
+        j.invocation = Some(Invocation {
+            tool: "t".into(),
+            arguments: json!({"big": "x".repeat(1000)}),
+        });
+        let mut log = Vec::new();
+        let (back, mut m, _) = round_trip(&j, None, &mut log);
+        assert_eq!(back, j);
+        // What the rows hold, as a warm object keeps it.
+        let mut held = j.clone();
+        let mut sizes = Vec::new();
+        for n in 0..50 {
+            answered(&mut j, &format!("k{n}"), json!("y".repeat(2000)));
+            j.once.insert(format!("e{n}"), Rc::new(json!(n)));
+            j.trail
+                .get_or_insert_with(Default::default)
+                .answered
+                .insert(format!("k{n}"), n);
+            j.round = n as u32;
+            let (back, next, rows) = round_trip(&j, Some((&held, &m)), &mut log);
+            assert!(!rows.reset);
+            sizes.push(rows.delta.as_ref().expect("ok").len() + rows.head.len());
+            assert_eq!(back, j);
+            (m, held) = (next, j.clone());
+        }
+        // The bytes a round writes do not grow with the round number.
+        assert!(sizes[49] <= sizes[1] + 64, "{sizes:?}");
+        // Asked again: the answer goes, and comes back changed.
+        j.answers.remove("k3");
+        let (back, next, _) = round_trip(&j, Some((&held, &m)), &mut log);
+        assert_eq!(back, j);
+        held = j.clone();
+        answered(&mut j, "k3", json!("changed"));
+        let (back, next, _) = round_trip(&j, Some((&held, &next)), &mut log);
+        assert_eq!(back, j);
+        // Nothing changed: no delta; and an answer recorded again alike is
+        // the same answer.
+        let (rows, _) = save(&j, Some((&back, &next))).expect("ok");
+        assert!(rows.delta.is_none());
+    }
+
+    #[test]
+    fn a_journal_stored_whole_still_reads_and_is_written_again() {
+        let mut j = Journal::new();
+        answered(&mut j, "a", json!(1));
+        let whole = serde_json::to_string(&j).expect("ok");
+        let (back, m) = load(&whole, Vec::new()).expect("ok");
+        assert_eq!(back, j);
+        let (rows, _) = save(&back, Some((&back, &m))).expect("ok");
+        assert!(rows.reset);
+        let (again, _) = load(&rows.head, rows.delta).expect("ok");
+        assert_eq!(again, j);
+    }
+
+    #[test]
+    fn a_log_missing_a_delta_is_refused() {
+        let mut j = Journal::new();
+        answered(&mut j, "a", json!(1));
+        let (rows, _) = save(&j, None).expect("ok");
+        assert!(load(&rows.head, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn chunks_cut_on_characters_and_join_back() {
+        let body = "é".repeat(CHUNK_BYTES);
+        let parts = chunks(&body);
+        assert!(parts.len() >= 2);
+        assert!(parts.iter().all(|p| p.len() <= CHUNK_BYTES));
+        assert_eq!(parts.concat(), body);
+        assert_eq!(chunks(""), vec![""]);
+    }
+
+    #[test]
+    fn past_the_cap_a_save_is_refused() {
+        let mut j = Journal::new();
+        let m = Manifest {
+            bytes: CALL_CAP_BYTES - 10,
+            deltas: 1,
+            ..Manifest::default()
+        };
+        let held = j.clone();
+        answered(&mut j, "a", json!("z".repeat(100)));
+        let e = save(&j, Some((&held, &m))).expect_err("refused");
+        assert!(e.message.contains("grown past"), "{}", e.message);
+    }
+
+    #[test]
+    fn warm_holds_few_and_the_latest() {
+        let w: Warm<u32> = Warm::default();
+        for n in 0..20u32 {
+            w.put(&n.to_string(), Manifest::default(), n);
+        }
+        assert_eq!(w.get("19").map(|(t, _)| t), Some(19));
+        assert!(w.get("0").is_none());
+        w.forget("19");
+        assert!(w.get("19").is_none());
+    }
+}

@@ -1,0 +1,3 @@
+// long.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './long.test.mjs';
