@@ -25,7 +25,7 @@ const CALLS = Number(process.env.BENCH_COST_CALLS ?? 20);
  * (each `/proc/<pid>/task/<tid>/schedstat`, in ns: the 10 ms ticks of
  * `/proc/<pid>/stat` are too coarse for a few calls).
  */
-function cpuMs(pid) {
+export function cpuMs(pid) {
   let ns = 0;
   for (const t of readdirSync(`/proc/${pid}/task`)) {
     try { ns += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]); } catch { /* the thread ended */ }

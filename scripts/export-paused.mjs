@@ -23,6 +23,8 @@
 //     failed, cancelled); tool and arguments from its params.
 //   - durable_task (record: a TaskRecord): the task unless it is completed,
 //     failed or cancelled.
+//   Each journal's answers and effects' outputs may be in journal_log
+//   (the journal's log, src/store/log.rs): see `assemble`.
 // Each becomes {id, tool, arguments, journal}, the journal as stored, its
 // numbers written exactly as stored. The ids: `durable:<call id>`,
 // `session:~<h>/<call id>`, `task:~<h>`, where <h> is the first 16 hex
@@ -113,6 +115,46 @@ function hidden(id) {
   return `~${createHash('sha256').update(String(id)).digest('hex').slice(0, 16)}`;
 }
 
+/**
+ * A kept journal as its rows hold it (src/store/log.rs): a stored whole
+ * journal as it is; a head (the journal's fields, with `log` and `bytes`)
+ * with its log's deltas (journal_log, owned by `owner`) applied in order.
+ */
+function assemble(db, tables, owner, stored) {
+  if (!stored || stored.log === undefined) return stored;
+  const { log: _log, bytes: _bytes, ...journal } = stored;
+  const count = Number(JSON.stringify(stored.log));
+  if (count === 0) return journal;
+  if (!tables.has('journal_log')) throw new Error(`${owner}: its journal's log is missing`);
+  const bodies = [];
+  for (const row of db.prepare('SELECT n, body FROM journal_log WHERE owner = ? ORDER BY n, seq').all(owner)) {
+    const n = Number(row.n);
+    if (bodies.length && bodies[bodies.length - 1].n === n) bodies[bodies.length - 1].body += row.body;
+    else bodies.push({ n, body: row.body });
+  }
+  if (bodies.length !== count) throw new Error(`${owner}: its journal's log holds ${bodies.length} deltas of ${count}`);
+  const map = (k) => { journal[k] ??= {}; return journal[k]; };
+  const trail = () => { journal.trail ??= {}; return journal.trail; };
+  const times = (k) => { trail()[k] ??= {}; return trail()[k]; };
+  for (const { body } of bodies) {
+    const d = parseExact(body);
+    const gone = d.gone ?? {};
+    for (const k of gone.a ?? []) delete map('answers')[k];
+    for (const k of gone.o ?? []) delete map('once')[k];
+    for (const k of gone.i ?? []) delete map('once_inputs')[k];
+    for (const k of gone.w ?? []) delete times('answered')[k];
+    for (const k of gone.e ?? []) delete times('effects')[k];
+    Object.assign(map('answers'), d.a ?? {});
+    Object.assign(map('once'), d.o ?? {});
+    Object.assign(map('once_inputs'), d.i ?? {});
+    if (d.w) Object.assign(times('answered'), d.w);
+    if (d.e) Object.assign(times('effects'), d.e);
+    if (d.x !== undefined && journal.invocation) journal.invocation.arguments = d.x;
+  }
+  for (const k of ['answers', 'once', 'once_inputs']) if (journal[k] && !Object.keys(journal[k]).length) delete journal[k];
+  return journal;
+}
+
 const FINAL_SESSION = new Set(['completed', 'failed', 'cancelled']);
 const TERMINAL_TASK = new Set(['completed', 'failed', 'cancelled']);
 
@@ -123,7 +165,7 @@ function pausedIn(db, file, notes) {
   if (tables.has('durable_calls')) {
     const rows = db.prepare("SELECT id, status, journal FROM durable_calls WHERE status <> 'completed' ORDER BY id").all();
     for (const row of rows) {
-      const journal = parseExact(row.journal);
+      const journal = assemble(db, tables, row.id, parseExact(row.journal));
       const inv = journal.invocation;
       if (!inv || typeof inv.tool !== 'string') {
         notes.push(`${file}: durable call ${row.id} (${row.status}) has no invocation in its journal (stored before calls kept their tool): skipped`);
@@ -148,7 +190,7 @@ function pausedIn(db, file, notes) {
       const session = sid === undefined ? hidden(file) : hidden(sid);
       out.push({
         id: `session:${session}/${callId}`, tool: name, arguments: call.params.arguments ?? null,
-        journal: call.journal, kind: 'session',
+        journal: assemble(db, tables, `session/${call.stream}`, call.journal), kind: 'session',
       });
     }
   }
@@ -157,7 +199,8 @@ function pausedIn(db, file, notes) {
     if (row) {
       const task = parseExact(row.record);
       if (!TERMINAL_TASK.has(task.status)) {
-        out.push({ id: `task:${hidden(task.task_id)}`, tool: task.tool, arguments: task.arguments ?? null, journal: task.journal, kind: 'task' });
+        out.push({ id: `task:${hidden(task.task_id)}`, tool: task.tool, arguments: task.arguments ?? null,
+          journal: assemble(db, tables, 'task', task.journal), kind: 'task' });
       }
     }
   }

@@ -11,6 +11,8 @@
 //   object, plus every alarm invocation (billed as a request too);
 // - SQLite rows read and written: the sums of `rowsRead` and `rowsWritten`
 //   of every cursor `sql.exec` returned (the numbers Cloudflare bills);
+//   and the bytes written: the lengths of the values bound to each
+//   `INSERT` or `UPDATE` (bench/growth.mjs: what a round writes);
 //   the key-value API (`get`, `put`, `delete`, `list`, sync or not) is
 //   billed as rows too, counted here as one row per key;
 // - alarms set (each `setAlarm` is billed as one row written) and fired,
@@ -24,7 +26,7 @@ const counts = {};
 let lateness = [];
 function reset() {
   Object.assign(counts, { workerRequests: 0, objectRequests: 0, alarmsFired: 0, alarmsSet: 0, rowsRead: 0, rowsWritten: 0,
-    kvRowsRead: 0, kvRowsWritten: 0, deleteAll: 0, objectWallMs: 0 });
+    kvRowsRead: 0, kvRowsWritten: 0, deleteAll: 0, objectWallMs: 0, bytesWritten: 0 });
   lateness = [];
 }
 reset();
@@ -132,7 +134,14 @@ function meterState(state) {
   if (metered.has(storage)) return state;
   metered.add(storage);
   const id = String(state.id);
-  patch(storage.sql, 'exec', (exec) => (...args) => { const c = exec(...args); cursors(id).push(c); return c; });
+  patch(storage.sql, 'exec', (exec) => (...args) => {
+    if (/^\s*(INSERT|UPDATE)/i.test(String(args[0]))) {
+      for (const v of args.slice(1)) counts.bytesWritten += typeof v === 'string' ? v.length : 8;
+    }
+    const c = exec(...args);
+    cursors(id).push(c);
+    return c;
+  });
   if (storage.kv) meterKv(storage.kv);
   meterKv(storage);
   patch(storage, 'setAlarm', (setAlarm) => (time, ...rest) => {

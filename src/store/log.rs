@@ -64,43 +64,36 @@ pub struct Rows {
     pub delta: Option<String>,
 }
 
-/// The head as stored: the journal without what the log holds, and how
-/// many deltas follow it.
-#[derive(Serialize)]
-struct HeadOut<'a> {
-    log: u32,
-    bytes: u64,
-    head: &'a Journal,
+/// The head as stored is the journal's own JSON (without what the log
+/// holds, or whole while it is small) with two more fields first: `log`,
+/// how many deltas follow it, and `bytes`, theirs. A journal reads it as
+/// itself (it ignores fields it does not know), so a record that holds a
+/// journal reads whole as it always did; a journal stored whole by an
+/// earlier release has no `log`. (No wrapper struct and no untagged enum:
+/// each would build another deserializer of the journal's whole type tree
+/// into the wasm.)
+fn head_json(journal: &Journal, log: u32, bytes: u64) -> Result<String, McpError> {
+    let json = serde_json::to_string(journal).map_err(store_error)?;
+    let rest = json.strip_prefix('{').unwrap_or("}");
+    let sep = if rest == "}" { "" } else { "," };
+    Ok(format!("{{\"log\":{log},\"bytes\":{bytes}{sep}{rest}"))
 }
 
-/// A head as read back. (Told from a journal stored whole by its `log`
-/// field, probed first: an untagged enum would build a second
-/// deserializer for the journal's whole type tree into the wasm.)
-#[derive(Deserialize)]
-struct HeadIn {
-    log: u32,
-    bytes: u64,
-    head: Journal,
-}
-
-/// The head's `log` field alone, if it has one.
+/// A head's `log` and `bytes`, if it has them.
 #[derive(Deserialize)]
 struct Probe {
     #[serde(default)]
     log: Option<u32>,
+    #[serde(default)]
+    bytes: u64,
 }
 
 /// A head, or a journal stored whole by an earlier release.
 fn read_head(head: &str) -> Result<(Journal, Option<(u32, u64)>), McpError> {
     let probe: Probe = serde_json::from_str(head).map_err(read_error)?;
-    let read = if probe.log.is_some() {
-        let h: HeadIn = serde_json::from_str(head).map_err(read_error)?;
-        (h.head, Some((h.log, h.bytes)))
-    } else {
-        (serde_json::from_str(head).map_err(read_error)?, None)
-    };
-    read.0.readable()?;
-    Ok(read)
+    let j: Journal = serde_json::from_str(head).map_err(read_error)?;
+    j.readable()?;
+    Ok((j, probe.log.map(|n| (n, probe.bytes))))
 }
 
 /// One delta as written: references into the journal, nothing copied.
@@ -245,6 +238,12 @@ fn read_error(e: serde_json::Error) -> McpError {
     McpError::internal(format!("storage: a kept journal does not read: {e}"))
 }
 
+/// The most a journal held whole in its head may grow to (its deltas'
+/// bytes, as written): a call this small is one row, as it always was
+/// (a row written per round is what Cloudflare bills); past it, the call
+/// moves to a log, once.
+pub const INLINE_BYTES: u64 = 32 * 1024;
+
 /// What storing `journal` writes over rows that hold `base` (the
 /// journal as they hold it, and their log; `None`: unknown, so the log
 /// starts over), and the log after. A call whose log would pass
@@ -254,9 +253,61 @@ pub fn save(
     base: Option<(&Journal, &Manifest)>,
 ) -> Result<(Rows, Manifest), McpError> {
     let base = base.filter(|(_, m)| !m.stale);
-    let (empty, none) = (Journal::default(), Manifest::default());
-    let (was, log) = base.unwrap_or((&empty, &none));
-    let no_times = BTreeMap::new();
+    let reset = base.is_none();
+    let empty = Journal::default();
+    let (was, log) = match base {
+        Some((was, log)) => (was, log.clone()),
+        None => (&empty, Manifest::default()),
+    };
+    let delta = delta_between(was, journal)
+        .map(|d| serde_json::to_string(&d).map_err(store_error))
+        .transpose()?;
+    let added = delta.as_ref().map_or(0, |d| d.len() as u64);
+    // Small: whole in its head, one row.
+    let inline = log.deltas == 0 && log.bytes + added <= INLINE_BYTES;
+    let stripped = (!inline).then(|| head_of(journal));
+    let (next, delta) = if inline {
+        let next = Manifest {
+            bytes: log.bytes + added,
+            ..Manifest::default()
+        };
+        (next, None)
+    } else if log.deltas == 0 {
+        // Grown past it: its log starts with all it holds.
+        let all = match base {
+            Some(_) => delta_between(&empty, journal)
+                .map(|d| serde_json::to_string(&d).map_err(store_error))
+                .transpose()?,
+            None => delta,
+        };
+        let next = Manifest {
+            deltas: u32::from(all.is_some()),
+            bytes: all.as_ref().map_or(0, |d| d.len() as u64),
+            stale: false,
+        };
+        (next, all)
+    } else {
+        let next = Manifest {
+            deltas: log.deltas + u32::from(delta.is_some()),
+            bytes: log.bytes + added,
+            stale: false,
+        };
+        (next, delta)
+    };
+    let head = stripped.as_ref().unwrap_or(journal);
+    if next.bytes > CALL_CAP_BYTES {
+        return Err(McpError::internal(format!(
+            "The call has grown past the {CALL_CAP_BYTES} bytes a kept call may hold \
+             (its answers and effects' outputs): it cannot go on"
+        )));
+    }
+    let head = head_json(head, next.deltas, next.bytes)?;
+    Ok((Rows { head, reset, delta }, next))
+}
+
+/// What `now` added to or removed from `was` (`None`: nothing).
+fn delta_between<'a>(was: &Journal, now: &'a Journal) -> Option<DeltaOut<'a>> {
+    static NO_TIMES: BTreeMap<String, u64> = BTreeMap::new();
     fn times<'a>(
         j: &'a Journal,
         none: &'a BTreeMap<String, u64>,
@@ -265,21 +316,18 @@ pub fn save(
             .as_deref()
             .map_or((none, none), |t| (&t.answered, &t.effects))
     }
-    let (answered, effects) = times(journal, &no_times);
-    let (was_answered, was_effects) = times(was, &no_times);
+    let (answered, effects) = times(now, &NO_TIMES);
+    let (was_answered, was_effects) = times(was, &NO_TIMES);
     let mut delta = DeltaOut::default();
-    let (put, gone) = changed(&was.answers, &journal.answers, same_answer);
-    delta.a = put.into_iter().map(|k| (k, &*journal.answers[k])).collect();
+    let (put, gone) = changed(&was.answers, &now.answers, same_answer);
+    delta.a = put.into_iter().map(|k| (k, &*now.answers[k])).collect();
     delta.gone.a = gone;
-    let (put, gone) = changed(&was.once, &journal.once, |a, b| Rc::ptr_eq(a, b) || a == b);
-    delta.o = put.into_iter().map(|k| (k, &*journal.once[k])).collect();
+    let (put, gone) = changed(&was.once, &now.once, |a, b| Rc::ptr_eq(a, b) || a == b);
+    delta.o = put.into_iter().map(|k| (k, &*now.once[k])).collect();
     delta.gone.o = gone;
     // An effect's inputs are recorded with it, once.
-    let (put, gone) = changed(&was.once_inputs, &journal.once_inputs, |_, _| true);
-    delta.i = put
-        .into_iter()
-        .map(|k| (k, &journal.once_inputs[k]))
-        .collect();
+    let (put, gone) = changed(&was.once_inputs, &now.once_inputs, |_, _| true);
+    delta.i = put.into_iter().map(|k| (k, &now.once_inputs[k])).collect();
     delta.gone.i = gone;
     let (put, gone) = changed(was_answered, answered, |a, b| a == b);
     delta.w = put.into_iter().map(|k| (k, answered[k])).collect();
@@ -291,42 +339,16 @@ pub fn save(
         j.invocation.as_ref().map(|i| &i.arguments)
     }
     if arguments(was).is_none_or(Value::is_null) {
-        delta.x = arguments(journal).filter(|a| !a.is_null());
+        delta.x = arguments(now).filter(|a| !a.is_null());
     }
-    let mut next = if base.is_some() {
-        log.clone()
-    } else {
-        Manifest::default()
-    };
-    let empty_delta = delta.a.is_empty()
+    let empty = delta.a.is_empty()
         && delta.o.is_empty()
         && delta.i.is_empty()
         && delta.w.is_empty()
         && delta.e.is_empty()
         && delta.x.is_none()
         && delta.gone.is_empty();
-    let delta = if empty_delta {
-        None
-    } else {
-        let body = serde_json::to_string(&delta).map_err(store_error)?;
-        next.deltas += 1;
-        next.bytes += body.len() as u64;
-        Some(body)
-    };
-    if next.bytes > CALL_CAP_BYTES {
-        return Err(McpError::internal(format!(
-            "The call has grown past the {CALL_CAP_BYTES} bytes a kept call may hold \
-             (its answers and effects' outputs): it cannot go on"
-        )));
-    }
-    let head = serde_json::to_string(&HeadOut {
-        log: next.deltas,
-        bytes: next.bytes,
-        head: &head_of(journal),
-    })
-    .map_err(store_error)?;
-    let reset = base.is_none();
-    Ok((Rows { head, reset, delta }, next))
+    (!empty).then_some(delta)
 }
 
 /// How many deltas the head `head` says follow it (0 for a journal
@@ -470,31 +492,28 @@ pub fn save_record<T: Serialize>(
 pub fn load_record<T: serde::de::DeserializeOwned>(
     json: &str,
     deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
-    journal: impl FnOnce(&mut T) -> &mut Journal,
+    journal: impl Fn(&mut T) -> &mut Journal,
 ) -> Result<(T, Manifest), McpError> {
     #[derive(Deserialize)]
     struct RowProbe {
         journal: Probe,
     }
-    #[derive(Deserialize)]
-    struct RowHead {
-        journal: HeadIn,
-    }
+    // The record reads whole, its journal the head (see `head_json`).
     let mut t: T = serde_json::from_str(json).map_err(read_error)?;
     let probe: RowProbe = serde_json::from_str(json).map_err(read_error)?;
+    let head = std::mem::take(journal(&mut t));
+    head.readable()?;
     let Some(count) = probe.journal.log else {
         // Stored whole.
-        journal(&mut t).readable()?;
+        *journal(&mut t) = head;
         return Ok((t, stale()));
     };
-    let head: RowHead = serde_json::from_str(json).map_err(read_error)?;
-    head.journal.head.readable()?;
     let log = if count > 0 {
         deltas(count)?
     } else {
         Vec::new()
     };
-    let (j, manifest) = logged(head.journal.head, count, head.journal.bytes, log)?;
+    let (j, manifest) = logged(head, count, probe.journal.bytes, log)?;
     *journal(&mut t) = j;
     Ok((t, manifest))
 }
@@ -638,7 +657,7 @@ mod tests {
         let mut held = j.clone();
         let mut sizes = Vec::new();
         for n in 0..50 {
-            answered(&mut j, &format!("k{n}"), json!("y".repeat(2000)));
+            answered(&mut j, &format!("k{n}"), json!("y".repeat(40_000)));
             j.once.insert(format!("e{n}"), Rc::new(json!(n)));
             j.trail
                 .get_or_insert_with(Default::default)
@@ -683,9 +702,70 @@ mod tests {
     #[test]
     fn a_log_missing_a_delta_is_refused() {
         let mut j = Journal::new();
-        answered(&mut j, "a", json!(1));
+        answered(&mut j, "a", json!("a".repeat(40_000)));
         let (rows, _) = save(&j, None).expect("ok");
         assert!(load(&rows.head, Vec::new()).is_err());
+    }
+
+    #[test]
+    fn a_small_journal_is_one_row_until_it_grows() {
+        let mut j = Journal::new();
+        answered(&mut j, "a", json!(1));
+        let mut log = Vec::new();
+        let (back, m, rows) = round_trip(&j, None, &mut log);
+        assert_eq!((back, rows.delta, m.deltas), (j.clone(), None, 0));
+        let held = j.clone();
+        answered(&mut j, "b", json!("b".repeat(40_000)));
+        let (back, m, rows) = round_trip(&j, Some((&held, &m)), &mut log);
+        assert_eq!(back, j);
+        assert_eq!(m.deltas, 1);
+        // The log starts with all the journal holds, the first answer too.
+        assert!(rows.delta.is_some_and(|d| d.contains("\"a\"")));
+    }
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Rec {
+        name: String,
+        journal: Journal,
+        after: u32,
+    }
+
+    #[test]
+    fn a_record_reads_back_whole_cold_small_large_and_as_stored_before() {
+        let mut rec = Rec {
+            name: "r".into(),
+            journal: Journal::new(),
+            after: 7,
+        };
+        for size in [10, 40_000] {
+            answered(
+                &mut rec.journal,
+                &format!("k{size}"),
+                json!("q".repeat(size)),
+            );
+            let (row, rows, _) = save_record(
+                |journal| Rec {
+                    journal,
+                    ..rec.clone()
+                },
+                &rec.journal,
+                None,
+            )
+            .expect("saved");
+            let (back, m) = load_record(
+                &row,
+                |_| Ok(rows.delta.clone().into_iter().collect()),
+                |r: &mut Rec| &mut r.journal,
+            )
+            .expect("read");
+            assert_eq!(back, rec, "{size}");
+            assert_eq!(m.deltas, u32::from(rows.delta.is_some()));
+        }
+        // A record stored whole by an earlier release.
+        let whole = serde_json::to_string(&rec).expect("json");
+        let (back, _) =
+            load_record(&whole, |_| Ok(Vec::new()), |r: &mut Rec| &mut r.journal).expect("read");
+        assert_eq!(back, rec);
     }
 
     #[test]

@@ -376,14 +376,16 @@ impl MemoryStore {
         for c in &chunks {
             self.fits(c.len())?;
         }
-        self.wrote(
-            1 + chunks.len() as u64 + u64::from(log_rows.reset),
-            row.journal.len() + reply + log_rows.delta.as_ref().map_or(0, String::len),
-        );
         let mut rows = self.rows.borrow_mut();
         let entry = rows
             .entry(id.to_string())
             .or_insert_with(|| (row.clone(), Vec::new()));
+        // Rows deleted are rows written (what SQLite counts).
+        let deleted = if log_rows.reset { entry.1.len() } else { 0 };
+        self.wrote(
+            1 + (chunks.len() + deleted) as u64,
+            row.journal.len() + reply + log_rows.delta.as_ref().map_or(0, String::len),
+        );
         entry.0 = row;
         if log_rows.reset {
             entry.1.clear();

@@ -53,7 +53,7 @@ const SIGNIN_TOOLS = ['release', 'whoami'];
 const PAGE_TOOLS = ['connect'];
 const APPROVAL_TOOLS = ['file_change'];
 /** The long-call fixtures (tests/fixtures-worker/src/long.rs). */
-const LONG_TOOLS = ['hoard', 'hoard_task', 'long_talk'];
+const LONG_TOOLS = ['hoard', 'hoard_task', 'long_talk', 'long_talk_task'];
 /** The chaining fixtures (tests/fixtures-worker/src/chains.rs). */
 const CHAIN_TOOLS = ['chain_loop', 'chain_step', 'chain_start', 'chain_to_unlisted', 'chain_bad_arguments'];
 

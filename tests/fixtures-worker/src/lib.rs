@@ -12,7 +12,8 @@
 //! - `pages.rs`: `connect` and its `/connect` page (URL-mode elicitation).
 //! - `approvals.rs`: `file_change` (an effect made of an answer, then a
 //!   pause: what an operator's export must not show).
-//! - `long.rs`: `long_talk` (an agent loop: many sampling rounds) and
+//! - `long.rs`: `long_talk` and `long_talk_task` (an agent loop: many
+//!   sampling rounds) and
 //!   `hoard` / `hoard_task` (large effect outputs between two questions).
 //! - `trap.rs`: tools that trap, only with `TRAP_TOOLS` set (recovery tests).
 //! - `../skills/`: the skills (SEP-2640) the suite reads, one folder each.

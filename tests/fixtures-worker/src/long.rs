@@ -1,6 +1,7 @@
 //! Long calls (issue 42: storage that grows with the work): an agent loop
-//! that asks the client's model many times, and a call whose effects
-//! record large outputs, each run counted at the ticket webhook.
+//! that asks the client's model many times (`long_talk`, and as a task;
+//! bench/growth.mjs and tests/e2e/long.test.mjs drive it), and a call whose
+//! effects record large outputs, each run counted at the ticket webhook.
 
 use durable_mcp::{ask, form, text, CallToolResult, Cx, Registry, Tool, ToolError};
 use schemars::JsonSchema;
@@ -14,6 +15,11 @@ pub(crate) fn register(r: &mut Registry) {
         Tool::new("long_talk", long_talk)
             .title("Ask the client's model many times")
             .durable(),
+    );
+    r.tool(
+        Tool::new("long_talk_task", long_talk)
+            .title("long_talk, as a task")
+            .task(),
     );
     r.tool(
         Tool::new("hoard", hoard)
