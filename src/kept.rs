@@ -24,17 +24,18 @@
 //! changes. `Ended` is a round's end: paused (`P`), completed (`C`),
 //! failed (`F`), parked (`K`). `Wake` is anything that lets a waiting call
 //! go on (an answer, a page completed, a timer due, its tool resumed);
-//! `Stop` its tool paused or its code diverged. `Expire`: its idle TTL ran
-//! out (no token can name it any more).
+//! `Stop` its tool paused or its code diverged. `Hold`: an operator pauses
+//! this call (every round of it parks until `Release`, its resume).
+//! `Expire`: its idle TTL ran out (no token can name it any more).
 //!
-//! | from \ event | Claim | Ended P | Ended C | Ended F | Ended K | Wake | Stop | Cancel | Purge | Expire |
-//! |---|---|---|---|---|---|---|---|---|---|---|
-//! | waiting | → working | → waiting | → completed | → failed | → parked | → waiting | → parked | → cancelled | no: not finished | gone |
-//! | working | no: running | → waiting | → completed | → failed | → parked | → working | → parked | → cancelled | no: not finished | gone |
-//! | parked | → working | → waiting | → completed | → failed | → parked | → waiting | → parked | → cancelled | no: not finished | gone |
-//! | completed | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: already finished | tomb | gone |
-//! | failed | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: already finished | tomb | gone |
-//! | cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: already finished | tomb | gone |
+//! | from \ event | Claim | Ended P | Ended C | Ended F | Ended K | Wake | Stop | Hold | Release | Cancel | Purge | Expire |
+//! |---|---|---|---|---|---|---|---|---|---|---|---|---|
+//! | waiting | → working | → waiting | → completed | → failed | → parked | → waiting | → parked | → parked | → waiting | → cancelled | no: not finished | gone |
+//! | working | no: running | → waiting | → completed | → failed | → parked | → working | → parked | no: running | no: running | → cancelled | no: not finished | gone |
+//! | parked | → working | → waiting | → completed | → failed | → parked | → waiting | → parked | → parked | → waiting | → cancelled | no: not finished | gone |
+//! | completed | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: already finished | tomb | gone |
+//! | failed | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: finished | no: already finished | tomb | gone |
+//! | cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: cancelled | no: already finished | tomb | gone |
 //!
 //! A round's end from `waiting` or `parked` is a round that ran through
 //! without waiting on anything (a replay that answers at once writes no
@@ -112,6 +113,11 @@ pub enum Event {
     Wake,
     /// Its tool was paused, or its code diverged from its journal.
     Stop,
+    /// An operator pauses this call: it parks (a round running now must
+    /// end first: the pause would be lost under its end).
+    Hold,
+    /// An operator resumes this call.
+    Release,
     /// An operator or the client cancels it.
     Cancel,
     /// An operator purges it.
@@ -122,7 +128,7 @@ pub enum Event {
 
 impl Event {
     /// Every event, in the order the state table's columns show them.
-    pub const ALL: [Event; 10] = [
+    pub const ALL: [Event; 12] = [
         Event::Claim,
         Event::Ended(RoundEnd::Paused),
         Event::Ended(RoundEnd::Completed),
@@ -130,6 +136,8 @@ impl Event {
         Event::Ended(RoundEnd::Parked),
         Event::Wake,
         Event::Stop,
+        Event::Hold,
+        Event::Release,
         Event::Cancel,
         Event::Purge,
         Event::Expire,
@@ -200,7 +208,11 @@ pub fn transition(from: Status, event: Event) -> Transition {
         };
     }
     Transition::To(match event {
-        Event::Claim if from == Working => return Transition::No(Refused::Running),
+        Event::Claim | Event::Hold | Event::Release if from == Working => {
+            return Transition::No(Refused::Running)
+        }
+        Event::Hold => Parked,
+        Event::Release => Waiting,
         Event::Claim => Working,
         Event::Ended(RoundEnd::Paused) => Waiting,
         Event::Ended(RoundEnd::Completed) => Completed,
@@ -281,7 +293,7 @@ mod tests {
                 walked += 1;
             }
         }
-        assert_eq!(walked, 60, "every pair walked");
+        assert_eq!(walked, 72, "every pair walked");
     }
 
     #[test]

@@ -387,3 +387,141 @@ fn a_stateless_call_is_never_handed_a_state_it_could_not_send_back() {
     let m = ended["message"].as_str().unwrap_or_default();
     assert!(m.contains("make it durable") && m.contains("bytes"), "{m}");
 }
+
+/// Its one waiting call's admin id.
+fn waiting_id(s: &mut TestServer) -> String {
+    listed(s)["calls"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["status"] == "waiting"))
+        .and_then(|c| c["id"].as_str())
+        .expect("the waiting call")
+        .to_string()
+}
+
+#[test]
+fn an_operator_pauses_one_call_and_resumes_it() {
+    let mut s = server(|_| {});
+    let state = start(&mut s, 4);
+    let id = waiting_id(&mut s);
+    let pause = json!({"ids": [id]});
+    let r = admin(&mut s, "POST", "/admin/api/calls/pause", pause.clone());
+    assert_eq!(r.json["done"], json!([id]), "{}", r.json);
+    // Paused again: done (idempotent).
+    let r = admin(&mut s, "POST", "/admin/api/calls/pause", pause.clone());
+    assert_eq!(r.json["done"], json!([id]), "{}", r.json);
+    let shown = admin(
+        &mut s,
+        "GET",
+        &format!("/admin/api/calls/{id}"),
+        Value::Null,
+    );
+    assert_eq!(shown.json["status"], "parked", "{}", shown.json);
+    assert!(shown.json["note"]
+        .as_str()
+        .is_some_and(|n| n.starts_with("paused by an operator (ops)")));
+    // Its client answers: the call parks (503, as under a paused tool),
+    // its answer kept, its effect not run.
+    let r = answer(&mut s, 4, &state);
+    assert_eq!(r.status, 503, "{}", r.json);
+    assert_eq!(r.json["error"]["data"]["kept"], true, "{}", r.json);
+    assert_eq!(RUNS[4].load(Ordering::SeqCst), 0);
+    // Resumed (once: again, it is not paused), the same retry goes on.
+    let resume = json!({"ids": [id]});
+    let r = admin(&mut s, "POST", "/admin/api/calls/resume", resume.clone());
+    assert_eq!(r.json["done"], json!([id]), "{}", r.json);
+    let r = admin(&mut s, "POST", "/admin/api/calls/resume", resume);
+    assert_eq!(r.json["skipped"][&id], "not paused", "{}", r.json);
+    let r = answer(&mut s, 4, &state);
+    assert!(
+        r.json["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("effect run 1")),
+        "{}",
+        r.json
+    );
+    // Finished: neither paused nor resumed, and why.
+    let r = admin(&mut s, "POST", "/admin/api/calls/pause", pause);
+    assert_eq!(r.json["skipped"][&id], "finished", "{}", r.json);
+    let r = admin(
+        &mut s,
+        "POST",
+        "/admin/api/calls/pause",
+        json!({"ids": ["d.nope"]}),
+    );
+    assert_eq!(r.json["skipped"]["d.nope"], "not found", "{}", r.json);
+    let r = admin(&mut s, "POST", "/admin/api/calls/pause", json!({}));
+    assert_eq!(r.status, 400, "{}", r.json);
+}
+
+/// Asks, then records one effect, as a task.
+async fn ship_task(cx: &mut Cx, args: Value) -> Result<CallToolResult, ToolError> {
+    cx.sleep("begin", std::time::Duration::from_millis(1))
+        .await?;
+    ship(cx, args).await
+}
+
+#[test]
+fn a_paused_task_parks_until_resumed_then_its_alarm_finishes_it() {
+    let mut r = Registry::new();
+    r.tool(Tool::new("ship_task", ship_task).task());
+    let mut s = TestServer::with_config(r, |c| {
+        c.admin_tokens =
+            durable_mcp::auth::parse_api_tokens(&format!("ops:{OPS}")).expect("tokens");
+    });
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+    });
+    let r = s.call(
+        "tools/call",
+        json!({"name": "ship_task", "arguments": {"slot": 5}, "_meta": meta}),
+    );
+    let task_id = r.json["result"]["taskId"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!task_id.is_empty(), "{}", r.json);
+    s.now_ms += 1_000;
+    s.fire_alarms();
+    let id = listed(&mut s)["calls"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["kind"] == "task"))
+        .and_then(|c| c["id"].as_str())
+        .expect("the task")
+        .to_string();
+    let r = admin(
+        &mut s,
+        "POST",
+        "/admin/api/calls/pause",
+        json!({"ids": [id]}),
+    );
+    assert_eq!(r.json["done"], json!([id]), "{}", r.json);
+    let r = s.call(
+        "tasks/update",
+        json!({"taskId": task_id, "_meta": meta, "inputResponses": go()}),
+    );
+    assert!(r.json.get("error").is_none(), "{}", r.json);
+    for _ in 0..5 {
+        s.now_ms += 60_000;
+        s.fire_alarms();
+    }
+    assert_eq!(
+        RUNS[5].load(Ordering::SeqCst),
+        0,
+        "paused: its effect waits"
+    );
+    let r = s.call("tasks/get", json!({"taskId": task_id, "_meta": meta}));
+    assert_eq!(r.json["result"]["status"], "working", "{}", r.json);
+    let r = admin(
+        &mut s,
+        "POST",
+        "/admin/api/calls/resume",
+        json!({"ids": [id]}),
+    );
+    assert_eq!(r.json["done"], json!([id]), "{}", r.json);
+    s.fire_alarms();
+    let r = s.call("tasks/get", json!({"taskId": task_id, "_meta": meta}));
+    assert_eq!(r.json["result"]["status"], "completed", "{}", r.json);
+    assert_eq!(RUNS[5].load(Ordering::SeqCst), 1, "its effect ran once");
+}

@@ -104,6 +104,22 @@ pub(crate) fn call_page(detail: &CallDetail, now_ms: u64, csrf: &str) -> String 
     body.push_str("</dl>\n");
 
     if !s.status.is_final() {
+        // Paused by an operator (its note says so): resumed here.
+        let held = s
+            .note
+            .as_deref()
+            .is_some_and(|n| n.starts_with("paused by an operator"));
+        let (action, label) = if held {
+            ("resume", "Resume call")
+        } else {
+            ("pause", "Pause call")
+        };
+        body.push_str(&format!(
+            "<form method=\"post\" action=\"{}\">{}\
+             <button type=\"submit\">{label}</button></form>\n",
+            escape(&format!("/admin/calls/{}/{action}", enc(&s.id))),
+            csrf_field(csrf)
+        ));
         body.push_str(&format!(
             "<form method=\"post\" action=\"{}\">{}\
              <button type=\"submit\" class=\"danger\">Cancel call</button></form>\n",

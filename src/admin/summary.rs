@@ -62,7 +62,13 @@ fn waiting_on(j: &Journal) -> Vec<String> {
 /// The parts every kind shares, from the journal.
 pub fn base(id: String, kind: Kind, tool: String, status: Status, j: &Journal) -> CallSummary {
     let trail = j.trail.as_ref();
+    // Paused by an operator: parked until resumed, and why.
+    let (status, held) = match &j.held {
+        Some(why) if !status.is_final() => (Status::Parked, Some(why.clone())),
+        _ => (status, None),
+    };
     let note = match status {
+        _ if held.is_some() => held,
         Status::Parked | Status::Failed | Status::Cancelled => last_end(j).and_then(|(_, w)| w),
         _ => None,
     };
@@ -87,6 +93,9 @@ pub fn base(id: String, kind: Kind, tool: String, status: Status, j: &Journal) -
 
 /// A paused call's status: parked when its last round was, else waiting.
 pub fn paused(j: &Journal) -> Status {
+    if j.held.is_some() {
+        return Status::Parked;
+    }
     match last_end(j) {
         Some((RoundEnd::Parked, _)) => Status::Parked,
         _ => Status::Waiting,

@@ -235,6 +235,10 @@ pub struct Journal {
     /// where the server keeps the journal, never in a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trail: Option<Box<Trail>>,
+    /// Paused by an operator (why, and by whom): every round of the call
+    /// parks until it is resumed. Kept calls only, never in a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// What a kept call runs: its tool and arguments.
@@ -276,9 +280,10 @@ impl Journal {
     /// a durable call's, a session's) stays whole, since it is shown again.
     pub fn compacted(mut self) -> Self {
         // The request carries the tool and arguments already; the trail
-        // is for kept calls only.
+        // and an operator's pause are for kept calls only.
         self.invocation = None;
         self.trail = None;
+        self.held = None;
         for request in self.pending.values_mut() {
             // A URL elicitation keeps its (small) params: its id is what
             // tells the user's consent from the page's completion.

@@ -101,15 +101,36 @@ pub(crate) async fn run(
     site: Site,
 ) -> Run<Value> {
     if let Target::Tool(t) = target {
-        if server.paused.contains(&t.name) {
+        let paused = if server.paused.contains(&t.name) {
+            Some(paused_tool(&t.name, !journal.is_fresh()))
+        } else {
+            journal.held.as_deref().map(|why| held_call(&t.name, why))
+        };
+        if let Some(e) = paused {
             return Run {
-                outcome: Outcome::Error(paused_tool(&t.name, !journal.is_fresh())),
+                outcome: Outcome::Error(e),
                 notifications: Vec::new(),
                 status: None,
             };
         }
     }
     run_target(server, target, cx(server, journal, site), args).await
+}
+
+/// The error every round of a call an operator paused ends in: as for a
+/// paused tool (`503`, with `Retry-After`), the call parked, kept as it
+/// was until it is resumed.
+pub(crate) fn held_call(tool: &str, why: &str) -> McpError {
+    McpError::new(
+        ErrorKind::Unavailable,
+        format!("Service unavailable: this call is paused ({why}); try again later"),
+    )
+    .with_data(serde_json::json!({
+        "tool": tool,
+        "paused": true,
+        "kept": true,
+        "retryAfter": PAUSED_RETRY_AFTER_S,
+    }))
 }
 
 /// How long a client is told to wait before it tries a paused tool again.

@@ -79,6 +79,23 @@ fn head_json(journal: &Journal, log: u32, bytes: u64) -> Result<String, McpError
     Ok(format!("{{\"log\":{log},\"bytes\":{bytes}{sep}{rest}"))
 }
 
+/// The format (`v`) a head with a log is written with. A release from
+/// before logs would read it as a whole journal missing its answers and
+/// outputs — and replay effects — so it is written as a format those
+/// releases refuse (a rollback then gets an error, never a misread); a
+/// small journal, whole in its head, keeps the format they read.
+pub const LOGGED_V: u32 = 2;
+
+/// The journal a head holds, its format restored (see [`LOGGED_V`]), and
+/// checked as any stored journal is.
+fn readable_head(mut j: Journal, logged: bool) -> Result<Journal, McpError> {
+    if logged && j.v == LOGGED_V {
+        j.v = crate::engine::JOURNAL_VERSION;
+    }
+    j.readable()?;
+    Ok(j)
+}
+
 /// A head's `log` and `bytes`, if it has them.
 #[derive(Deserialize)]
 struct Probe {
@@ -92,27 +109,37 @@ struct Probe {
 fn read_head(head: &str) -> Result<(Journal, Option<(u32, u64)>), McpError> {
     let probe: Probe = serde_json::from_str(head).map_err(read_error)?;
     let j: Journal = serde_json::from_str(head).map_err(read_error)?;
-    j.readable()?;
+    let j = readable_head(j, probe.log.is_some_and(|n| n > 0))?;
     Ok((j, probe.log.map(|n| (n, probe.bytes))))
 }
 
 /// One delta as written: references into the journal, nothing copied.
+/// Each map's entries are in key order already (they come from the
+/// journal's maps): written as a JSON object as they are, never gathered
+/// into a sorted map first.
 #[derive(Serialize, Default)]
 struct DeltaOut<'a> {
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    a: BTreeMap<&'a str, &'a Answer>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    o: BTreeMap<&'a str, &'a Value>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    i: BTreeMap<&'a str, &'a BTreeMap<String, String>>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    w: BTreeMap<&'a str, u64>,
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    e: BTreeMap<&'a str, u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    a: Vec<(&'a str, &'a Answer)>,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    o: Vec<(&'a str, &'a Value)>,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    i: Vec<(&'a str, &'a BTreeMap<String, String>)>,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    w: Vec<(&'a str, u64)>,
+    #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
+    e: Vec<(&'a str, u64)>,
     #[serde(skip_serializing_if = "Option::is_none")]
     x: Option<&'a Value>,
     #[serde(skip_serializing_if = "Gone::is_empty")]
     gone: Gone,
+}
+
+fn as_map<S: serde::Serializer, V: Serialize>(
+    entries: &[(&str, V)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    s.collect_map(entries.iter().map(|(k, v)| (k, v)))
 }
 
 /// One delta as read back.
@@ -227,6 +254,7 @@ fn head_of(j: &Journal) -> Journal {
                 waited_ms: t.waited_ms,
             })
         }),
+        held: j.held.clone(),
     }
 }
 
@@ -265,7 +293,10 @@ pub fn save(
     let added = delta.as_ref().map_or(0, |d| d.len() as u64);
     // Small: whole in its head, one row.
     let inline = log.deltas == 0 && log.bytes + added <= INLINE_BYTES;
-    let stripped = (!inline).then(|| head_of(journal));
+    let stripped = (!inline).then(|| Journal {
+        v: LOGGED_V,
+        ..head_of(journal)
+    });
     let (next, delta) = if inline {
         let next = Manifest {
             bytes: log.bytes + added,
@@ -501,8 +532,10 @@ pub fn load_record<T: serde::de::DeserializeOwned>(
     // The record reads whole, its journal the head (see `head_json`).
     let mut t: T = serde_json::from_str(json).map_err(read_error)?;
     let probe: RowProbe = serde_json::from_str(json).map_err(read_error)?;
-    let head = std::mem::take(journal(&mut t));
-    head.readable()?;
+    let head = readable_head(
+        std::mem::take(journal(&mut t)),
+        probe.journal.log.is_some_and(|n| n > 0),
+    )?;
     let Some(count) = probe.journal.log else {
         // Stored whole.
         *journal(&mut t) = head;
@@ -766,6 +799,24 @@ mod tests {
         let (back, _) =
             load_record(&whole, |_| Ok(Vec::new()), |r: &mut Rec| &mut r.journal).expect("read");
         assert_eq!(back, rec);
+    }
+
+    #[test]
+    fn a_head_with_a_log_is_a_format_earlier_releases_refuse() {
+        let mut j = Journal::new();
+        answered(&mut j, "a", json!("a".repeat(40_000)));
+        let (rows, _) = save(&j, None).expect("saved");
+        // What a release before logs reads: a journal, of a newer format.
+        let as_before: Journal = serde_json::from_str(&rows.head).expect("json");
+        assert_eq!(as_before.v, LOGGED_V);
+        assert!(as_before.readable().is_err());
+        // This release reads it back whole, at the journal's own format.
+        let (back, _) = load(&rows.head, rows.delta).expect("read");
+        assert_eq!(back, j);
+        // Small, whole in its head: the format every release reads.
+        let (rows, _) = save(&Journal::new(), None).expect("saved");
+        let small: Journal = serde_json::from_str(&rows.head).expect("json");
+        assert!(small.readable().is_ok());
     }
 
     #[test]

@@ -9,6 +9,8 @@
 // - the same races against a session's call (the official v1 SDK client
 //   answering its questions) and against a task's last slice (its effect recorded at
 //   the webhook once): cancelled, or completed, never both;
+// - an operator pauses one call (a durable call, a task): its next round
+//   parks and runs no effect; resumed, it completes, its effect run once;
 // - purge then the clients' retries of completed and cancelled calls: no
 //   effect runs again, no call comes back, nothing is listed (with an
 //   empty tool or at all); purge with a status that is not final: 400,
@@ -226,4 +228,55 @@ test(`an operator's cancel races a session call's last round: cancelled or compl
     assert.equal(shown.json.status, accepted ? 'cancelled' : 'completed', `${what}: shown ${shown.json.status}`);
   }
   t.diagnostic(JSON.stringify(tally));
+});
+
+test(`an operator pauses one call: its next round parks, no effect runs; resumed, it completes once (${VIA})`, { timeout: 2 * 60_000 }, async () => {
+  const call = await atLastQuestion('held-1');
+  const paused = await adminApi('POST', '/admin/api/calls/pause', { ids: [call.id] });
+  assert.deepEqual(paused.json.done, [call.id], JSON.stringify(paused.json));
+  const shown = await adminApi('GET', `/admin/api/calls/${encodeURIComponent(call.id)}`);
+  assert.equal(shown.json.status, 'parked', JSON.stringify(shown.json));
+  assert.match(shown.json.note ?? '', /^paused by an operator \(ops\)/);
+  const r = await last(call);
+  assert.equal(r.status, 503, r.text);
+  assert.equal(r.json?.error?.data?.kept, true, r.text);
+  assert.equal(ticketsFor('held-1'), 0, 'paused: its effect did not run');
+  const resumed = await adminApi('POST', '/admin/api/calls/resume', { ids: [call.id] });
+  assert.deepEqual(resumed.json.done, [call.id], JSON.stringify(resumed.json));
+  const again = await last(call);
+  assert.match(again.json?.result?.content?.[0]?.text ?? '', /^Deployed /, again.text);
+  assert.equal(ticketsFor('held-1'), 1, 'its effect ran once');
+  const late = await adminApi('POST', '/admin/api/calls/pause', { ids: [call.id] });
+  assert.equal(late.json.skipped[call.id], 'finished', JSON.stringify(late.json));
+});
+
+test(`an operator pauses a task: its alarm parks it; resumed, it completes once (${VIA})`, { timeout: 2 * 60_000 }, async () => {
+  const tag = 'held-task';
+  const meta = modernMeta(TASK_CAPS);
+  const created = await send(server.url, 'tools/call', { name: 'hoard_task', arguments: { tag, count: 1, bytes: 10 }, _meta: meta });
+  const { taskId } = created.json?.result ?? {};
+  assert.ok(taskId, created.text);
+  const until = async (want) => {
+    for (const deadline = Date.now() + 30_000; ;) {
+      const t = (await taskGet(taskId)).json?.result;
+      if (want(t)) return t;
+      assert.ok(Date.now() < deadline, JSON.stringify(t));
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+  };
+  await until((t) => t?.inputRequests?.start);
+  const id = taskAdminId(taskId);
+  const paused = await adminApi('POST', '/admin/api/calls/pause', { ids: [id] });
+  assert.deepEqual(paused.json.done, [id], JSON.stringify(paused.json));
+  const update = (key) => send(server.url, 'tasks/update', { taskId, inputResponses: { [key]: { action: 'accept', content: { go: true } } }, _meta: meta }, { headers: { 'mcp-name': taskId } });
+  await update('start');
+  await new Promise((ok) => setTimeout(ok, 1_500));
+  assert.equal(ticketsFor(tag), 0, 'paused: its effect did not run');
+  const resumed = await adminApi('POST', '/admin/api/calls/resume', { ids: [id] });
+  assert.deepEqual(resumed.json.done, [id], JSON.stringify(resumed.json));
+  await until((t) => t?.inputRequests?.finish);
+  await update('finish');
+  const done = await until((t) => t?.status === 'completed');
+  assert.equal(done.result?.content?.[0]?.text, '10 bytes of outputs', JSON.stringify(done));
+  assert.equal(ticketsFor(tag), 1, 'its effect ran once');
 });

@@ -67,6 +67,12 @@ fn bad(message: impl Into<String>) -> Reply {
     Reply::new(error_response(&McpError::invalid_params(message), None))
 }
 
+/// The body of `calls/pause` and `calls/resume`.
+#[derive(Deserialize, Default)]
+struct HoldBody {
+    ids: Vec<String>,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct CancelBody {
@@ -169,6 +175,17 @@ fn api(
             Ok(Op::Cancel {
                 ids: body.ids,
                 filter,
+            })
+        }
+        ("POST", ["calls", action @ ("pause" | "resume")]) => {
+            let body: HoldBody = serde_json::from_slice(&req.body)
+                .map_err(|e| bad(format!("the body does not read: {e}")))?;
+            if body.ids.is_empty() {
+                return Err(bad("name the calls to pause or resume (ids)"));
+            }
+            Ok(Op::Hold {
+                ids: body.ids,
+                hold: *action == "pause",
             })
         }
         ("GET", ["calls", id]) => Ok(Op::Show((*id).to_string())),
@@ -313,7 +330,11 @@ impl Job {
                 };
                 Step::Ask(vec![ask(hub(server), Ask::SpendLink, &body)])
             }
-            Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) => {
+            Op::List { .. }
+            | Op::Cancel { .. }
+            | Op::Hold { .. }
+            | Op::Export(_)
+            | Op::Purge(_) => {
                 let mut asks = vec![entries];
                 asks.extend(
                     shards(server)
@@ -487,6 +508,7 @@ impl Job {
                 };
                 (chosen, Ask::Cancel)
             }
+            Op::Hold { ids, hold } => (ids.clone(), if *hold { Ask::Hold } else { Ask::Release }),
             Op::Export(filter) => (self.chosen(filter), Ask::Export),
             Op::Purge(filter) => (self.chosen(filter), Ask::Purge),
             _ => return Step::Answer(bad("not a listing")),
@@ -536,14 +558,18 @@ impl Job {
             done.done.extend(part.done);
             done.skipped.extend(part.skipped);
         }
-        if let Op::Cancel { ids: Some(ids), .. } = &self.op {
+        let named = match &self.op {
+            Op::Cancel { ids: Some(ids), .. } | Op::Hold { ids, .. } => Some(ids),
+            _ => None,
+        };
+        if let Some(ids) = named {
             for id in ids {
                 if !done.done.contains(id) && !done.skipped.contains_key(id) {
                     done.skipped.insert(id.clone(), "not found".into());
                 }
             }
         }
-        if let (Some(page), Op::Cancel { ids: Some(ids), .. }) = (&self.page, &self.op) {
+        if let (Some(page), Some(ids)) = (&self.page, named) {
             let back = ids
                 .first()
                 .map(|id| format!("/admin/calls/{}", pages::enc(id)))

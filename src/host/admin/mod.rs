@@ -13,9 +13,11 @@
 //! - `job.rs`: the API's operations as a state machine over object answers.
 //! - `object.rs`: an operation inside an object (a shard, a session, a
 //!   task, the hub).
+//! - `hold.rs`: pausing and resuming one call, in the object keeping it.
 //! - `pass.rs`: the console's sign-in link and cookie, and its form token.
 //! - `pages.rs`: the console's requests, rendered by `admin::console`.
 
+mod hold;
 mod job;
 // Unused in a Worker built without the `admin` feature (host/object.rs).
 #[cfg_attr(all(target_arch = "wasm32", not(feature = "admin")), allow(dead_code))]

@@ -33,6 +33,10 @@ pub(crate) enum Ask {
     Show,
     /// Cancel these.
     Cancel,
+    /// Pause these calls (each, not its tool).
+    Hold,
+    /// Resume these paused calls.
+    Release,
     /// These paused calls' journals.
     Export,
     /// Forget these finished calls.
@@ -129,6 +133,8 @@ fn answer(
             Ok(ok(&show(server, stores, id)?))
         }
         Ask::Cancel => cancel(server, stores, env, body),
+        Ask::Hold => super::hold::hold(stores, env, body, true),
+        Ask::Release => super::hold::hold(stores, env, body, false),
         Ask::Export => {
             // A user's answers are sealed for the deploy check, never shown.
             let ring = &server.config.keys;

@@ -137,6 +137,10 @@ pub(super) fn parse(
             ids: Some(vec![decode(id)]),
             filter: Filter::default(),
         },
+        ("POST", ["calls", id, action @ ("pause" | "resume")]) => Op::Hold {
+            ids: vec![decode(id)],
+            hold: *action == "pause",
+        },
         ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
             let tool = decode(tool);
             if server.registry.find_tool(&tool).is_none() {

@@ -19,6 +19,11 @@ pub(crate) enum Op {
         ids: Option<Vec<String>>,
         filter: Filter,
     },
+    /// Pause (`hold`) or resume the calls named.
+    Hold {
+        ids: Vec<String>,
+        hold: bool,
+    },
     Export(Filter),
     Purge(Filter),
     Tools,

@@ -36,6 +36,7 @@ const USAGE: &str = concat!(
     "  durable-mcp admin <url> calls list [filter] [--limit N] [--all] [--json]\n",
     "  durable-mcp admin <url> calls show <id> [--json]\n",
     "  durable-mcp admin <url> calls cancel <id>... | --filter [filter] [--all]\n",
+    "  durable-mcp admin <url> calls pause <id>... | resume <id>...\n",
     "  durable-mcp admin <url> calls export [--tool T] [--status S,…] [--out FILE]\n",
     "  durable-mcp admin <url> calls purge [--status S,…] [--older-than D]\n",
     "  durable-mcp admin <url> tools list | pause <name> | resume <name>\n",
@@ -58,6 +59,9 @@ ADMIN
                     answers — [hidden] unless the tool shows them — effects)
   calls cancel      by id, or --filter with at least one filter flag (or
                     --all, for every kept call: refused otherwise)
+  calls pause       each call named parks (its rounds get 503, as under a
+                    paused tool) until calls resume; not a call whose round
+                    is running, nor a finished one
   calls export      the paused calls as JSON (for the deploy check) to
                     --out FILE, else stdout
   calls purge       forgets finished calls (default: completed, failed,
@@ -121,6 +125,8 @@ enum Command {
     },
     Show(String),
     Cancel(Cancel),
+    /// Pause (`true`) or resume these calls.
+    Hold(Vec<String>, bool),
     Export {
         filter: Filter,
         out: Option<PathBuf>,
@@ -336,6 +342,14 @@ fn parse(args: &[String]) -> Result<Invocation, Usage> {
                 &[&FILTER_FLAGS[..], &["--filter", "--all"][..]].concat(),
             )?;
             Command::Cancel(cancel_target(&f, rest.clone())?)
+        }
+        (Some("calls"), Some(action @ ("pause" | "resume"))) => {
+            let what = format!("calls {action}");
+            f.only(&what, &[])?;
+            if rest.is_empty() {
+                return Err(Usage(format!("{what}: name the calls (ids)")));
+            }
+            Command::Hold(rest.clone(), action == "pause")
         }
         (Some("calls"), Some("export")) => {
             f.only("calls export", &["--tool", "--status", "--out"])?;
@@ -648,6 +662,11 @@ fn execute(api: &Api, inv: &Invocation) -> Result<(), Failure> {
             let v = api.post(&api.url(&["calls", "cancel"]), &target.body())?;
             done(v, inv.json, "cancelled")
         }
+        Command::Hold(ids, hold) => {
+            let action = if *hold { "pause" } else { "resume" };
+            let v = api.post(&api.url(&["calls", action]), &json!({ "ids": ids }))?;
+            done(v, inv.json, if *hold { "paused" } else { "resumed" })
+        }
         Command::Export { filter, out } => export(api, filter, out.as_deref()),
         Command::Purge {
             status,
@@ -877,6 +896,20 @@ mod tests {
         assert!(command("http://h calls cancel d.1 --filter --tool x").is_err());
         assert!(command("http://h calls cancel d.1 --all").is_err());
         assert!(command("http://h calls cancel --filter --tool x --all").is_err());
+    }
+
+    #[test]
+    fn pause_and_resume_name_their_calls() {
+        assert_eq!(
+            command("http://h calls pause d.1 t.2").ok(),
+            Some(Command::Hold(vec!["d.1".into(), "t.2".into()], true))
+        );
+        assert_eq!(
+            command("http://h calls resume d.1").ok(),
+            Some(Command::Hold(vec!["d.1".into()], false))
+        );
+        assert!(command("http://h calls pause").is_err());
+        assert!(command("http://h calls resume d.1 --tool x").is_err());
     }
 
     #[test]

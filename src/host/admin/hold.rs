@@ -1,0 +1,161 @@
+//! Pausing and resuming one call (`POST /admin/api/calls/pause`,
+//! `/calls/resume`), in the object that keeps it. A paused call's journal
+//! says so (`Journal::held`: why, and by whom); every round of it parks,
+//! as under a paused tool, until it is resumed. The machine ([`kept`])
+//! says which calls may be paused or resumed: not one whose round is
+//! running (its end would be stored over the pause), not a finished one.
+
+use serde_json::json;
+
+use super::super::Stores;
+use super::object::Body;
+use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
+use crate::admin::Done;
+use crate::effects::{Effect, Reply};
+use crate::engine::Journal;
+use crate::error::McpError;
+use crate::http::HttpResponse;
+use crate::kept::{self, Event, Status, Transition};
+use crate::server::Env;
+use crate::store::CallStatus;
+
+/// Pauses (`hold`) or resumes the calls named.
+pub(super) fn hold(
+    stores: &Stores<'_>,
+    env: &Env,
+    body: &Body,
+    hold: bool,
+) -> Result<Reply, McpError> {
+    let why = match body.operator.as_str() {
+        "" => "paused by an operator".to_string(),
+        by => format!("paused by an operator ({by})"),
+    };
+    let change = Change {
+        event: if hold { Event::Hold } else { Event::Release },
+        held: hold.then_some(why),
+        now_ms: env.now_ms,
+    };
+    let mut done = Done::default();
+    let mut effects = Vec::new();
+    for id in &body.ids {
+        let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
+            durable(stores, call_id, &change)?
+        } else if id.starts_with(SESSION_PREFIX) {
+            session(stores, id, &change)?
+        } else if id.starts_with(TASK_PREFIX) {
+            task(stores, id, &change, &mut effects)?
+        } else {
+            Err("not found")
+        };
+        match outcome {
+            Ok(()) => done.done.push(id.clone()),
+            Err(why) => {
+                done.skipped.insert(id.clone(), why.to_string());
+            }
+        }
+    }
+    Ok(Reply {
+        response: HttpResponse::json(200, &json!(done)),
+        effects,
+    })
+}
+
+/// What a pause or a resume does.
+struct Change {
+    event: Event,
+    /// The journal's `held` after it.
+    held: Option<String>,
+    now_ms: u64,
+}
+
+impl Change {
+    /// Applies it to a call that is `status` with `journal`, as the
+    /// machine says; `Err(why)` when it refuses (or there is nothing to
+    /// resume). Pausing a paused call again is done (idempotent).
+    fn apply(&self, status: Status, journal: &mut Journal) -> Result<(), &'static str> {
+        if self.held.is_none() && journal.held.is_none() {
+            return Err("not paused");
+        }
+        if let Transition::No(why) = kept::transition(status, self.event) {
+            return Err(why.why());
+        }
+        if self.held.is_none() || journal.held.is_none() {
+            journal.held.clone_from(&self.held);
+        }
+        Ok(())
+    }
+}
+
+fn durable(
+    stores: &Stores<'_>,
+    call_id: &str,
+    change: &Change,
+) -> Result<Result<(), &'static str>, McpError> {
+    let Some(mut call) = stores.call.load(call_id)? else {
+        return Ok(Err("not found"));
+    };
+    if call.status == CallStatus::Purged {
+        return Ok(Err("not found"));
+    }
+    // A claim older than the timeout is not a round running: the next
+    // retry takes it over (see `server/call.rs`); a pause may go in.
+    let status = call.kept_status();
+    if let Err(why) = change.apply(status, &mut call.journal) {
+        return Ok(Err(why));
+    }
+    call.updated_ms = change.now_ms;
+    stores.call.save(call_id, &call)?;
+    Ok(Ok(()))
+}
+
+fn session(
+    stores: &Stores<'_>,
+    id: &str,
+    change: &Change,
+) -> Result<Result<(), &'static str>, McpError> {
+    let Some(meta) = stores.session.meta()? else {
+        return Ok(Err("not found"));
+    };
+    let Some(mut call) = stores
+        .session
+        .calls()?
+        .into_iter()
+        .find(|c| summary::session_call_id(&meta.id, c.admin_key()) == id)
+    else {
+        return Ok(Err("not found"));
+    };
+    let status = call.summary(&meta).status;
+    if let Err(why) = change.apply(status, &mut call.journal) {
+        return Ok(Err(why));
+    }
+    stores.session.put_call(&call)?;
+    Ok(Ok(()))
+}
+
+fn task(
+    stores: &Stores<'_>,
+    id: &str,
+    change: &Change,
+    effects: &mut Vec<Effect>,
+) -> Result<Result<(), &'static str>, McpError> {
+    let Some(mut t) = stores
+        .task
+        .load()?
+        .filter(|t| summary::task_id(&t.task_id) == id)
+    else {
+        return Ok(Err("not found"));
+    };
+    let status = t.summary().status;
+    if let Err(why) = change.apply(status, &mut t.journal) {
+        return Ok(Err(why));
+    }
+    t.version += 1;
+    t.updated_ms = change.now_ms;
+    stores.task.save(&t)?;
+    // Resumed: its alarm runs it now (a parked task otherwise waits for
+    // its next retry).
+    if change.held.is_none() {
+        effects.push(Effect::WakeAt(change.now_ms));
+    }
+    Ok(Ok(()))
+}
