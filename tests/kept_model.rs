@@ -1,7 +1,9 @@
 //! A model test of the kept call (issue 42): seeded random schedules of
 //! what clients and operators do to durable calls — answers, exact and
-//! stale retries, cancels, purges, a tool paused and resumed, storage lost
-//! under a waiting call, time passing with the objects' alarms — driven
+//! stale retries, cancels, purges, a tool paused and resumed, one call
+//! paused and resumed, storage lost under a waiting call, objects evicted
+//! (their warm copies gone: the next round reads its log back), time
+//! passing with the objects' alarms — driven
 //! through `TestServer`, with the truth kept beside it. After every step:
 //! no effect ran twice, no finished call came back, and every answer is
 //! the one the truth allows; after every schedule the operator's listing
@@ -81,6 +83,9 @@ struct Call {
     truth: Truth,
     /// Its tool was paused when a round came: listed parked.
     parked: bool,
+    /// Paused by an operator (this call alone): listed parked, every
+    /// round parks.
+    held: bool,
     purged: bool,
     /// Its row was lost: unlisted (and unknown to an operator) until its
     /// next round rebuilds it from its token.
@@ -112,6 +117,10 @@ fn sid_of(state: &str) -> String {
     let bytes = URL_SAFE_NO_PAD.decode(payload).unwrap_or_default();
     let claims: Value = serde_json::from_slice(&bytes).unwrap_or_default();
     claims["sid"].as_str().unwrap_or_default().to_string()
+}
+
+fn c_held(c: &Call) -> bool {
+    c.held
 }
 
 impl Model {
@@ -186,6 +195,7 @@ impl Model {
             admin_id,
             truth: Truth::Waiting(0),
             parked: false,
+            held: false,
             purged: false,
             lost: false,
             state: state.to_string(),
@@ -211,7 +221,7 @@ impl Model {
             None
         };
         self.calls[i].sent.push((state, a, reply));
-        if self.paused {
+        if self.paused || self.calls[i].held {
             if r.status != 503 {
                 self.fail(format!("call {arg}: a round of a paused tool: {}", r.text));
             }
@@ -277,7 +287,7 @@ impl Model {
                     self.fail(format!("call {arg} (cancelled) retried: {}", r.text));
                 }
             }
-            _ if self.paused && r.status == 503 => {}
+            _ if (self.paused || c_held(&self.calls[i])) && r.status == 503 => {}
             // Its final round again, exactly: its result again.
             Truth::Completed if !stale && last => {
                 if r.json.get("result") != result.as_ref() {
@@ -375,6 +385,41 @@ impl Model {
         self.paused = pause;
     }
 
+    /// An operator pauses (`hold`) or resumes call `i` alone.
+    fn hold(&mut self, i: usize, hold: bool) {
+        let id = self.calls[i].admin_id.clone();
+        let what = if hold { "pause" } else { "resume" };
+        let r = self.admin(
+            "POST",
+            &format!("/admin/api/calls/{what}"),
+            json!({"ids": [id]}),
+        );
+        let done = r.json["done"]
+            .as_array()
+            .is_some_and(|d| d.contains(&json!(id)));
+        let c = &self.calls[i];
+        let live = matches!(c.truth, Truth::Waiting(_)) && !c.lost && !c.purged;
+        let expected = live && (hold || c.held);
+        if done != expected {
+            let text = r.text.clone();
+            self.fail(format!(
+                "{what} of call {} (expected {expected}): {text}",
+                c.arg
+            ));
+        }
+        if done {
+            self.calls[i].held = hold;
+        }
+    }
+
+    /// The objects are evicted: their warm copies of the calls go, and the
+    /// next round of each reads its row and log back.
+    fn evict(&mut self) {
+        for o in self.s.objects.values() {
+            o.call.evict();
+        }
+    }
+
     /// Loses a waiting call's row (eviction, another deployment): its
     /// token carries what it needs; its recorded effect must not run again.
     fn lose(&mut self, i: usize) {
@@ -386,7 +431,9 @@ impl Model {
         for o in self.s.objects.values() {
             let _ = o.call.delete(&call_id);
         }
+        // Its pause went with its row.
         self.calls[i].lost = true;
+        self.calls[i].held = false;
     }
 
     fn tick(&mut self) {
@@ -416,7 +463,7 @@ impl Model {
                 continue;
             }
             let status = match c.truth {
-                Truth::Waiting(_) if c.parked => "parked",
+                Truth::Waiting(_) if c.parked || c.held => "parked",
                 Truth::Waiting(_) => "waiting",
                 Truth::Completed => "completed",
                 Truth::Cancelled => "cancelled",
@@ -439,7 +486,7 @@ impl Model {
     fn step(&mut self, next_arg: &mut u64) {
         let n = self.calls.len();
         let i = self.rng.below(n as u64) as usize;
-        let what = match self.rng.below(20) {
+        let what = match self.rng.below(24) {
             0..=2 => "start",
             3..=8 => "answer",
             9..=11 => "retry",
@@ -448,9 +495,12 @@ impl Model {
             15 => "pause",
             16 => "resume",
             17 => "lose",
+            18 => "hold",
+            19 => "release",
+            20 => "evict",
             _ => "tick",
         };
-        let what = if n == 0 && what != "pause" && what != "resume" && what != "tick" {
+        let what = if n == 0 && !matches!(what, "pause" | "resume" | "tick" | "evict") {
             "start"
         } else {
             what
@@ -468,6 +518,9 @@ impl Model {
             "pause" => self.pause(true),
             "resume" => self.pause(false),
             "lose" => self.lose(i),
+            "hold" => self.hold(i, true),
+            "release" => self.hold(i, false),
+            "evict" => self.evict(),
             _ => self.tick(),
         }
         self.check_effects();
@@ -501,6 +554,12 @@ fn random_schedules_keep_every_promise() {
         // Resume, and every waiting call can still finish.
         if m.paused {
             m.pause(false);
+        }
+        m.check_listing();
+        for i in 0..m.calls.len() {
+            if m.calls[i].held {
+                m.hold(i, false);
+            }
         }
         m.check_listing();
         for i in 0..m.calls.len() {

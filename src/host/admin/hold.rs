@@ -8,7 +8,6 @@
 use serde_json::json;
 
 use super::super::Stores;
-use super::object::Body;
 use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
 use crate::admin::Done;
 use crate::effects::{Effect, Reply};
@@ -19,14 +18,14 @@ use crate::kept::{self, Event, Status, Transition};
 use crate::server::Env;
 use crate::store::CallStatus;
 
-/// Pauses (`hold`) or resumes the calls named.
+/// Pauses (`hold`) or resumes the calls named, for `operator`.
 pub(super) fn hold(
     stores: &Stores<'_>,
     env: &Env,
-    body: &Body,
+    (ids, operator): (&[String], &str),
     hold: bool,
 ) -> Result<Reply, McpError> {
-    let why = match body.operator.as_str() {
+    let why = match operator {
         "" => "paused by an operator".to_string(),
         by => format!("paused by an operator ({by})"),
     };
@@ -37,7 +36,7 @@ pub(super) fn hold(
     };
     let mut done = Done::default();
     let mut effects = Vec::new();
-    for id in &body.ids {
+    for id in ids {
         let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
             durable(stores, call_id, &change)?
         } else if id.starts_with(SESSION_PREFIX) {

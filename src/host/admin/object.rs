@@ -133,8 +133,8 @@ fn answer(
             Ok(ok(&show(server, stores, id)?))
         }
         Ask::Cancel => cancel(server, stores, env, body),
-        Ask::Hold => super::hold::hold(stores, env, body, true),
-        Ask::Release => super::hold::hold(stores, env, body, false),
+        Ask::Hold => super::hold::hold(stores, env, (&body.ids, &body.operator), true),
+        Ask::Release => super::hold::hold(stores, env, (&body.ids, &body.operator), false),
         Ask::Export => {
             // A user's answers are sealed for the deploy check, never shown.
             let ring = &server.config.keys;
