@@ -305,11 +305,7 @@ fn a_round_whose_state_cannot_be_stored_fails_the_call_once_and_never_runs_again
 #[test]
 fn a_task_whose_slice_cannot_be_stored_fails_once_and_its_alarm_stops() {
     let mut s = hoarding(400_000);
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities":
-            {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
+    let meta = task_meta();
     let r = s.call(
         "tools/call",
         json!({"name": "hoard_task", "arguments": {"slot": 1}, "_meta": meta}),
@@ -468,11 +464,7 @@ fn a_paused_task_parks_until_resumed_then_its_alarm_finishes_it() {
         c.admin_tokens =
             durable_mcp::auth::parse_api_tokens(&format!("ops:{OPS}")).expect("tokens");
     });
-    let meta = json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities":
-            {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
-    });
+    let meta = task_meta();
     let r = s.call(
         "tools/call",
         json!({"name": "ship_task", "arguments": {"slot": 5}, "_meta": meta}),
@@ -524,4 +516,13 @@ fn a_paused_task_parks_until_resumed_then_its_alarm_finishes_it() {
     let r = s.call("tasks/get", json!({"taskId": task_id, "_meta": meta}));
     assert_eq!(r.json["result"]["status"], "completed", "{}", r.json);
     assert_eq!(RUNS[5].load(Ordering::SeqCst), 1, "its effect ran once");
+}
+
+/// A 2026-07-28 client's `_meta` that declares the tasks extension.
+fn task_meta() -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities":
+            {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}},
+    })
 }

@@ -115,30 +115,17 @@ pub struct SessionCall {
     pub claimed_at_ms: u64,
 }
 
+impl crate::store::log::Record for SessionCall {
+    fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    fn journal_mut(&mut self) -> &mut Journal {
+        &mut self.journal
+    }
+}
+
 impl SessionCall {
-    /// The call as its row holds it (its journal's head in place of its
-    /// journal; see [`crate::store::log`]) over rows holding `base`, with
-    /// what to append to its log, and the log after.
-    pub fn rows(
-        &self,
-        base: Option<(&Journal, &crate::store::log::Manifest)>,
-    ) -> Result<(String, crate::store::log::Rows, crate::store::log::Manifest), McpError> {
-        let bare = |journal| SessionCall {
-            journal,
-            ..self.clone()
-        };
-        crate::store::log::save_record(bare, &self.journal, base)
-    }
-
-    /// The call a row holds (a call stored whole by an earlier release
-    /// reads too); `deltas(n)` reads its log's `n` deltas.
-    pub fn from_row(
-        row: &str,
-        deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
-    ) -> Result<(Self, crate::store::log::Manifest), McpError> {
-        crate::store::log::load_record(row, deltas, |c: &mut SessionCall| &mut c.journal)
-    }
-
     /// What the call runs: the tool's or the prompt's name, or the
     /// resource's URI.
     pub fn target(&self) -> &str {

@@ -11,7 +11,7 @@
 //! replays the deltas in order.
 //!
 //! What a save compares against is the journal its rows hold, as the
-//! keeper's object last wrote or read it, held parsed in a [`Warm`] cache
+//! keeper's object last wrote or read it, held parsed in a [`Warm`](super::warm::Warm) cache
 //! (with the log's [`Manifest`]): a warm round neither reads nor parses
 //! what earlier rounds stored, and the comparison walks keys and compares
 //! shared values by address, never by content. Without it (a cold
@@ -20,7 +20,6 @@
 //! This module is sans-IO: the stores (`MemoryStore`, and the Worker's
 //! SQLite stores) write the [`Rows`] it describes.
 
-use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::rc::Rc;
 
@@ -551,6 +550,40 @@ pub fn load_record<T: serde::de::DeserializeOwned>(
     Ok((t, manifest))
 }
 
+/// A record that holds a journal and is stored as one row (a session's
+/// call, a task), its journal's log beside it ([`save_record`],
+/// [`load_record`]).
+pub trait Record: Serialize + serde::de::DeserializeOwned + Clone {
+    /// Its journal.
+    fn journal(&self) -> &Journal;
+    /// Its journal, to change.
+    fn journal_mut(&mut self) -> &mut Journal;
+
+    /// The record as its row holds it (its journal's head in place of its
+    /// journal) over rows holding `base`, with what to append to its log,
+    /// and the log after.
+    fn rows(
+        &self,
+        base: Option<(&Journal, &Manifest)>,
+    ) -> Result<(String, Rows, Manifest), McpError> {
+        let bare = |journal| {
+            let mut r = self.clone();
+            *r.journal_mut() = journal;
+            r
+        };
+        save_record(bare, self.journal(), base)
+    }
+
+    /// The record a row holds (one stored whole by an earlier release
+    /// reads too); `deltas(n)` reads its log's `n` deltas.
+    fn from_row(
+        row: &str,
+        deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
+    ) -> Result<(Self, Manifest), McpError> {
+        load_record(row, deltas, Self::journal_mut)
+    }
+}
+
 /// `body` as rows of at most [`CHUNK_BYTES`], cut on character
 /// boundaries (one empty row for an empty body).
 pub fn chunks(body: &str) -> Vec<&str> {
@@ -567,83 +600,6 @@ pub fn chunks(body: &str) -> Vec<&str> {
     }
     out.push(rest);
     out
-}
-
-/// What a keeper's object holds of the calls it served last: each one
-/// parsed, with the manifest of its rows. Exact because the object is
-/// the only writer of its storage and its writes are synchronous; a
-/// store forgets an entry whose write failed, and an object's memory
-/// goes with it when it is evicted.
-#[derive(Debug)]
-pub struct Warm<T> {
-    held: RefCell<Vec<(String, Manifest, T)>>,
-}
-
-/// How many calls a [`Warm`] holds (a shard's object serves many).
-const WARM_CALLS: usize = 8;
-
-/// How many bytes of logs a [`Warm`] holds parsed, at most.
-const WARM_BYTES: u64 = 48 * 1024 * 1024;
-
-impl<T> Default for Warm<T> {
-    fn default() -> Self {
-        Self {
-            held: RefCell::new(Vec::new()),
-        }
-    }
-}
-
-impl<T: Clone> Warm<T> {
-    /// The call `id` and its manifest, if held.
-    pub fn get(&self, id: &str) -> Option<(T, Manifest)> {
-        let held = self.held.borrow();
-        let (_, m, t) = held.iter().find(|(k, _, _)| k == id)?;
-        Some((t.clone(), m.clone()))
-    }
-
-    /// `f` of call `id` as held, and its log; `f(None)` if not held.
-    pub fn with<R>(&self, id: &str, f: impl FnOnce(Option<(&T, &Manifest)>) -> R) -> R {
-        let held = self.held.borrow();
-        f(held
-            .iter()
-            .find(|(k, _, _)| k == id)
-            .map(|(_, m, t)| (t, m)))
-    }
-
-    /// Holds call `id` as its rows now are (the latest first).
-    pub fn put(&self, id: &str, manifest: Manifest, t: T) {
-        let mut held = self.held.borrow_mut();
-        held.retain(|(k, _, _)| k != id);
-        held.insert(0, (id.to_string(), manifest, t));
-        let mut bytes = 0;
-        let mut keep = 0;
-        for (_, m, _) in held.iter() {
-            bytes += m.bytes;
-            if keep == WARM_CALLS || (keep > 0 && bytes > WARM_BYTES) {
-                break;
-            }
-            keep += 1;
-        }
-        held.truncate(keep);
-    }
-
-    /// Changes the held copy of call `id` as its row was changed (its
-    /// status, a claim): its log is as it was.
-    pub fn touch(&self, id: &str, change: impl FnOnce(&mut T)) {
-        if let Some((_, _, t)) = self.held.borrow_mut().iter_mut().find(|(k, _, _)| k == id) {
-            change(t);
-        }
-    }
-
-    /// Forgets call `id` (its rows changed otherwise, or a write failed).
-    pub fn forget(&self, id: &str) {
-        self.held.borrow_mut().retain(|(k, _, _)| k != id);
-    }
-
-    /// Forgets every call.
-    pub fn clear(&self) {
-        self.held.borrow_mut().clear();
-    }
 }
 
 #[cfg(test)]
@@ -841,17 +797,5 @@ mod tests {
         answered(&mut j, "a", json!("z".repeat(100)));
         let e = save(&j, Some((&held, &m))).expect_err("refused");
         assert!(e.message.contains("grown past"), "{}", e.message);
-    }
-
-    #[test]
-    fn warm_holds_few_and_the_latest() {
-        let w: Warm<u32> = Warm::default();
-        for n in 0..20u32 {
-            w.put(&n.to_string(), Manifest::default(), n);
-        }
-        assert_eq!(w.get("19").map(|(t, _)| t), Some(19));
-        assert!(w.get("0").is_none());
-        w.forget("19");
-        assert!(w.get("19").is_none());
     }
 }

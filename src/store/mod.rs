@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 pub mod log;
+pub mod warm;
 
 use serde::{Deserialize, Serialize};
 
@@ -296,7 +297,7 @@ impl CallStatus {
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     rows: RefCell<BTreeMap<String, (CallRow, Vec<String>)>>,
-    warm: log::Warm<StoredCall>,
+    warm: warm::Warm<StoredCall>,
     writes: std::cell::Cell<u64>,
     written: std::cell::Cell<u64>,
     /// The largest row it takes, as serialized (`None`: any).

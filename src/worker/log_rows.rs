@@ -14,7 +14,8 @@ use worker::{SqlStorage, SqlStorageValue};
 use crate::error::McpError;
 use crate::server::task::TaskRecord;
 use crate::session::SessionCall;
-use crate::store::log::{self, Warm};
+use crate::store::log;
+use crate::store::warm::Warm;
 use crate::store::StoredCall;
 
 /// What an object keeps in memory of its kept journals: the calls it

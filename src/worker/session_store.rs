@@ -18,6 +18,7 @@ use worker::{SqlStorage, SqlStorageValue};
 use super::log_rows::{self, Held};
 use crate::error::McpError;
 use crate::session::{SessionCall, SessionMeta, SessionStore};
+use crate::store::log::Record as _;
 
 /// Every row written is billed, and so is every write to an index or to
 /// SQLite's own tables: `session_calls` is keyed by its stream id itself

@@ -6,6 +6,7 @@ use worker::{SqlStorage, SqlStorageValue};
 use super::log_rows::{self, Held};
 use crate::error::McpError;
 use crate::server::task::{TaskRecord, TaskStore};
+use crate::store::log::Record as _;
 
 /// A [`TaskStore`] over the object's SQLite database. Reading never
 /// creates the table: every object's alarm asks whether it holds a task,

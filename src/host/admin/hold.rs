@@ -5,15 +5,12 @@
 //! says which calls may be paused or resumed: not one whose round is
 //! running (its end would be stored over the pause), not a finished one.
 
-use serde_json::json;
-
 use super::super::Stores;
-use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
-use crate::admin::Done;
+use super::each::{each, Keeper};
+use crate::admin::summary;
 use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::McpError;
-use crate::http::HttpResponse;
 use crate::kept::{self, Event, Status, Transition};
 use crate::server::Env;
 use crate::store::CallStatus;
@@ -34,28 +31,10 @@ pub(super) fn hold(
         held: hold.then_some(why),
         now_ms: env.now_ms,
     };
-    let mut done = Done::default();
-    let mut effects = Vec::new();
-    for id in ids {
-        let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            durable(stores, call_id, &change)?
-        } else if id.starts_with(SESSION_PREFIX) {
-            session(stores, id, &change)?
-        } else if id.starts_with(TASK_PREFIX) {
-            task(stores, id, &change, &mut effects)?
-        } else {
-            Err("not found")
-        };
-        match outcome {
-            Ok(()) => done.done.push(id.clone()),
-            Err(why) => {
-                done.skipped.insert(id.clone(), why.to_string());
-            }
-        }
-    }
-    Ok(Reply {
-        response: HttpResponse::json(200, &json!(done)),
-        effects,
+    each(ids, |id, keeper, effects| match keeper {
+        Keeper::Durable(call_id) => durable(stores, call_id, &change),
+        Keeper::Session => session(stores, id, &change),
+        Keeper::Task => task(stores, id, &change, effects),
     })
 }
 
@@ -112,15 +91,7 @@ fn session(
     id: &str,
     change: &Change,
 ) -> Result<Result<(), &'static str>, McpError> {
-    let Some(meta) = stores.session.meta()? else {
-        return Ok(Err("not found"));
-    };
-    let Some(mut call) = stores
-        .session
-        .calls()?
-        .into_iter()
-        .find(|c| summary::session_call_id(&meta.id, c.admin_key()) == id)
-    else {
+    let Some((meta, mut call)) = super::each::session_call(stores, id)? else {
         return Ok(Err("not found"));
     };
     let status = call.summary(&meta).status;

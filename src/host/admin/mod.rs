@@ -14,9 +14,12 @@
 //! - `object.rs`: an operation inside an object (a shard, a session, a
 //!   task, the hub).
 //! - `hold.rs`: pausing and resuming one call, in the object keeping it.
+//! - `each.rs`: an operation on named calls, each in its keeper (the one
+//!   place an admin id is told apart by keeper).
 //! - `pass.rs`: the console's sign-in link and cookie, and its form token.
 //! - `pages.rs`: the console's requests, rendered by `admin::console`.
 
+mod each;
 mod hold;
 mod job;
 // Unused in a Worker built without the `admin` feature (host/object.rs).

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::super::Stores;
+use super::each::{each, Keeper};
 use crate::admin::index::IndexEntry;
 use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
-use crate::admin::{CallDetail, CallSummary, Done};
+use crate::admin::{CallDetail, CallSummary};
 use crate::effects::{Effect, Reply};
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
@@ -255,48 +256,30 @@ const CANCELLED: &str = "Cancelled by an operator";
 /// `-32800` when it comes back), a session's call gets that error on its
 /// stream, a task becomes `cancelled`.
 fn cancel(server: &Server, stores: &Stores<'_>, env: &Env, body: &Body) -> Result<Reply, McpError> {
-    let mut done = Done::default();
-    let mut effects = Vec::new();
     let why = if body.operator.is_empty() {
         CANCELLED.to_string()
     } else {
         format!("{CANCELLED} ({})", body.operator)
     };
-    for id in &body.ids {
-        let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            cancel_durable(stores, call_id, env.now_ms, &why)?
-        } else if id.starts_with(SESSION_PREFIX) {
-            cancel_session_call(stores, id, env.now_ms, &why, &mut effects)?
-        } else if id.starts_with(TASK_PREFIX) {
-            match stores.task.load()? {
-                Some(t) if summary::task_id(&t.task_id) == *id => {
-                    let host = TaskHost {
-                        task_id: t.task_id.clone(),
-                        store: stores.task,
-                    };
-                    match crate::server::task::cancel_task(server, &host, t, env.now_ms, &why)? {
-                        Some(e) => {
-                            effects.extend(e);
-                            Ok(())
-                        }
-                        None => Err("already finished"),
+    each(&body.ids, |id, keeper, effects| match keeper {
+        Keeper::Durable(call_id) => cancel_durable(stores, call_id, env.now_ms, &why),
+        Keeper::Session => cancel_session_call(stores, id, env.now_ms, &why, effects),
+        Keeper::Task => Ok(match stores.task.load()? {
+            Some(t) if summary::task_id(&t.task_id) == id => {
+                let host = TaskHost {
+                    task_id: t.task_id.clone(),
+                    store: stores.task,
+                };
+                match crate::server::task::cancel_task(server, &host, t, env.now_ms, &why)? {
+                    Some(e) => {
+                        effects.extend(e);
+                        Ok(())
                     }
+                    None => Err("already finished"),
                 }
-                _ => Err("not found"),
             }
-        } else {
-            Err("not found")
-        };
-        match outcome {
-            Ok(()) => done.done.push(id.clone()),
-            Err(why) => {
-                done.skipped.insert(id.clone(), why.to_string());
-            }
-        }
-    }
-    Ok(Reply {
-        response: HttpResponse::json(200, &json!(done)),
-        effects,
+            _ => Err("not found"),
+        }),
     })
 }
 
@@ -335,15 +318,7 @@ fn cancel_session_call(
     why: &str,
     effects: &mut Vec<Effect>,
 ) -> Result<Result<(), &'static str>, McpError> {
-    let Some(meta) = stores.session.meta()? else {
-        return Ok(Err("not found"));
-    };
-    let Some(mut call) = stores
-        .session
-        .calls()?
-        .into_iter()
-        .find(|c| summary::session_call_id(&meta.id, c.admin_key()) == id)
-    else {
+    let Some((meta, mut call)) = super::each::session_call(stores, id)? else {
         return Ok(Err("not found"));
     };
     if let Transition::No(why) = kept::transition(call.summary(&meta).status, Event::Cancel) {
@@ -424,56 +399,40 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
 /// tokens that may still name it, until its TTL); a task's whole object
 /// goes (and its index entry). A session's calls go with the session.
 fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
-    let mut done = Done::default();
-    let mut effects = Vec::new();
-    for id in ids {
-        let outcome = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            match stores.call.load(call_id)? {
-                // Purged already: nothing more to do (purge is idempotent).
-                Some(c) if c.status == CallStatus::Purged => Ok(()),
-                Some(c) => match kept::transition(c.kept_status(), Event::Purge) {
-                    // Kept, unlisted, until no token can name it: a token
-                    // still naming it gets its end, never a rebuild.
+    each(ids, |id, keeper, effects| match keeper {
+        Keeper::Durable(call_id) => Ok(match stores.call.load(call_id)? {
+            // Purged already: nothing more to do (purge is idempotent).
+            Some(c) if c.status == CallStatus::Purged => Ok(()),
+            Some(c) => match kept::transition(c.kept_status(), Event::Purge) {
+                // Kept, unlisted, until no token can name it: a token
+                // still naming it gets its end, never a rebuild.
+                Transition::Tombstone => {
+                    stores.call.save(call_id, &c.tombstone())?;
+                    Ok(())
+                }
+                Transition::No(why) => Err(why.why()),
+                _ => Err("not finished"),
+            },
+            None => Err("not found"),
+        }),
+        Keeper::Task => Ok(match stores.task.load()? {
+            Some(t) if summary::task_id(&t.task_id) == id => {
+                match kept::transition(t.summary().status, Event::Purge) {
+                    // A task id is its own capability and nothing
+                    // rebuilds a task: its object goes whole.
                     Transition::Tombstone => {
-                        stores.call.save(call_id, &c.tombstone())?;
+                        effects.push(Effect::DeleteStorage);
+                        effects.push(Effect::Indexed(crate::admin::index::IndexChange::Remove(
+                            id.to_string(),
+                        )));
                         Ok(())
                     }
                     Transition::No(why) => Err(why.why()),
                     _ => Err("not finished"),
-                },
-                None => Err("not found"),
-            }
-        } else if id.starts_with(TASK_PREFIX) {
-            match stores.task.load()? {
-                Some(t) if summary::task_id(&t.task_id) == *id => {
-                    match kept::transition(t.summary().status, Event::Purge) {
-                        // A task id is its own capability and nothing
-                        // rebuilds a task: its object goes whole.
-                        Transition::Tombstone => {
-                            effects.push(Effect::DeleteStorage);
-                            effects.push(Effect::Indexed(
-                                crate::admin::index::IndexChange::Remove(id.clone()),
-                            ));
-                            Ok(())
-                        }
-                        Transition::No(why) => Err(why.why()),
-                        _ => Err("not finished"),
-                    }
                 }
-                _ => Err("not found"),
             }
-        } else {
-            Err("a session's calls go with the session (its idle TTL)")
-        };
-        match outcome {
-            Ok(()) => done.done.push(id.clone()),
-            Err(why) => {
-                done.skipped.insert(id.clone(), why.into());
-            }
-        }
-    }
-    Ok(Reply {
-        response: HttpResponse::json(200, &json!(done)),
-        effects,
+            _ => Err("not found"),
+        }),
+        Keeper::Session => Ok(Err("a session's calls go with the session (its idle TTL)")),
     })
 }

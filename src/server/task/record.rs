@@ -10,6 +10,7 @@ use crate::admin::summary;
 use crate::admin::{CallSummary, Kind, Status};
 use crate::engine::{ClientCaps, Journal};
 use crate::error::McpError;
+use crate::store::log::Record as _;
 
 /// A task's status (SEP-2663).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -95,30 +96,17 @@ pub struct TaskRecord {
     pub version: u64,
 }
 
+impl crate::store::log::Record for TaskRecord {
+    fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    fn journal_mut(&mut self) -> &mut Journal {
+        &mut self.journal
+    }
+}
+
 impl TaskRecord {
-    /// The task as its row holds it (its journal's head in place of its
-    /// journal; see [`crate::store::log`]) over rows holding `base`, with
-    /// what to append to its log, and the log after.
-    pub fn rows(
-        &self,
-        base: Option<(&Journal, &crate::store::log::Manifest)>,
-    ) -> Result<(String, crate::store::log::Rows, crate::store::log::Manifest), McpError> {
-        let bare = |journal| TaskRecord {
-            journal,
-            ..self.clone()
-        };
-        crate::store::log::save_record(bare, &self.journal, base)
-    }
-
-    /// The task a row holds (a record stored whole by an earlier release
-    /// reads too); `deltas(n)` reads its log's `n` deltas.
-    pub fn from_row(
-        row: &str,
-        deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
-    ) -> Result<(Self, crate::store::log::Manifest), McpError> {
-        crate::store::log::load_record(row, deltas, |t: &mut TaskRecord| &mut t.journal)
-    }
-
     /// The task as an operator's listing shows it (admin id `t.<digest of
     /// the task id>`).
     pub fn summary(&self) -> CallSummary {
@@ -170,7 +158,7 @@ pub struct MemoryTaskStore {
     task: RefCell<Option<TaskRecord>>,
     /// What its rows hold of the journal (its log written as the
     /// Worker's store writes it, to check rows against the limit).
-    warm: crate::store::log::Warm<TaskRecord>,
+    warm: crate::store::warm::Warm<TaskRecord>,
     writes: std::cell::Cell<u64>,
     row_limit: std::cell::Cell<Option<usize>>,
 }
