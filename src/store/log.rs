@@ -191,13 +191,13 @@ fn same_answer(a: &Rc<Answer>, b: &Rc<Answer>) -> bool {
     Rc::ptr_eq(a, b) || (a.asked == b.asked && a.inputs == b.inputs && a.seen() == b.seen())
 }
 
-/// Puts of keys new or changed in `now` since `was`, and the keys gone:
-/// one walk of both (sorted) maps.
+/// Entries new or changed in `now` since `was` (key and value, in key
+/// order), and the keys gone: one walk of both (sorted) maps.
 fn changed<'a, V>(
     was: &BTreeMap<String, V>,
     now: &'a BTreeMap<String, V>,
     same: impl Fn(&V, &V) -> bool,
-) -> (Vec<&'a str>, Vec<String>) {
+) -> (Vec<(&'a str, &'a V)>, Vec<String>) {
     use std::cmp::Ordering;
     let (mut put, mut gone) = (Vec::new(), Vec::new());
     let mut old = was.iter().peekable();
@@ -214,11 +214,11 @@ fn changed<'a, V>(
         match old.peek().map(|(o, w)| (o.as_str().cmp(k), w)) {
             Some((Ordering::Equal, w)) => {
                 if !same(w, v) {
-                    put.push(k.as_str());
+                    put.push((k.as_str(), v));
                 }
                 old.next();
             }
-            _ => put.push(k.as_str()),
+            _ => put.push((k.as_str(), v)),
         }
     }
     gone.extend(old.map(|(o, _)| o.clone()));
@@ -350,20 +350,20 @@ fn delta_between<'a>(was: &Journal, now: &'a Journal) -> Option<DeltaOut<'a>> {
     let (was_answered, was_effects) = times(was, &NO_TIMES);
     let mut delta = DeltaOut::default();
     let (put, gone) = changed(&was.answers, &now.answers, same_answer);
-    delta.a = put.into_iter().map(|k| (k, &*now.answers[k])).collect();
+    delta.a = put.into_iter().map(|(k, v)| (k, &**v)).collect();
     delta.gone.a = gone;
     let (put, gone) = changed(&was.once, &now.once, |a, b| Rc::ptr_eq(a, b) || a == b);
-    delta.o = put.into_iter().map(|k| (k, &*now.once[k])).collect();
+    delta.o = put.into_iter().map(|(k, v)| (k, &**v)).collect();
     delta.gone.o = gone;
     // An effect's inputs are recorded with it, once.
     let (put, gone) = changed(&was.once_inputs, &now.once_inputs, |_, _| true);
-    delta.i = put.into_iter().map(|k| (k, &now.once_inputs[k])).collect();
+    delta.i = put;
     delta.gone.i = gone;
     let (put, gone) = changed(was_answered, answered, |a, b| a == b);
-    delta.w = put.into_iter().map(|k| (k, answered[k])).collect();
+    delta.w = put.into_iter().map(|(k, v)| (k, *v)).collect();
     delta.gone.w = gone;
     let (put, gone) = changed(was_effects, effects, |a, b| a == b);
-    delta.e = put.into_iter().map(|k| (k, effects[k])).collect();
+    delta.e = put.into_iter().map(|(k, v)| (k, *v)).collect();
     delta.gone.e = gone;
     fn arguments(j: &Journal) -> Option<&Value> {
         j.invocation.as_ref().map(|i| &i.arguments)

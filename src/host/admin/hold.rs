@@ -75,8 +75,9 @@ fn durable(
     if call.status == CallStatus::Purged {
         return Ok(Err("not found"));
     }
-    // A claim older than the timeout is not a round running: the next
-    // retry takes it over (see `server/call.rs`); a pause may go in.
+    // A claimed row is `working` (skipped: `running`), even a claim past
+    // its timeout: the next retry takes that over (`server/call.rs`), and
+    // the pause goes in once it has ended.
     let status = call.kept_status();
     if let Err(why) = change.apply(status, &mut call.journal) {
         return Ok(Err(why));
