@@ -23,7 +23,9 @@
 //! unlisted); `gone`: it is forgotten; `no: why`: refused, nothing
 //! changes. `Ended` is a round's end: paused (`P`), completed (`C`),
 //! failed (`F`), parked (`K`). `Wake` is anything that lets a waiting call
-//! go on (an answer, a page completed, a timer due, its tool resumed);
+//! go on (an answer — its client's, or an operator's on its behalf —, a
+//! page completed, a rewind to an earlier question, a timer due, its tool
+//! resumed);
 //! `Stop` its tool paused or its code diverged. `Hold`: an operator pauses
 //! this call (every round of it parks until `Release`, its resume).
 //! `Expire`: its idle TTL ran out (no token can name it any more).

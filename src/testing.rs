@@ -528,6 +528,26 @@ impl TestServer {
         })
     }
 
+    /// A JSON-RPC message POSTed to `/mcp` as a 2025-11-25 client sends
+    /// it, with `headers` added (a session's `mcp-session-id` …).
+    pub fn post(&mut self, headers: &[(&str, &str)], body: &Value) -> TestReply {
+        let mut h: Vec<(String, String)> = vec![
+            ("host".into(), "localhost:8787".into()),
+            ("content-type".into(), "application/json".into()),
+            (
+                "accept".into(),
+                "application/json, text/event-stream".into(),
+            ),
+        ];
+        h.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        self.send(HttpRequest {
+            method: "POST".into(),
+            path: "/mcp".into(),
+            headers: h,
+            body: body.to_string().into_bytes(),
+        })
+    }
+
     /// A 2026-07-28 request with `params`.
     pub fn call(&mut self, method: &str, params: Value) -> TestReply {
         self.request(method, params, |_| {})

@@ -379,21 +379,7 @@ fn args() -> Value {
 }
 
 fn post(s: &mut TestServer, headers: &[(&str, &str)], body: &Value) -> TestReply {
-    let mut h: Vec<(String, String)> = vec![
-        ("host".into(), "localhost:8787".into()),
-        ("content-type".into(), "application/json".into()),
-        (
-            "accept".into(),
-            "application/json, text/event-stream".into(),
-        ),
-    ];
-    h.extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-    s.send(HttpRequest {
-        method: "POST".into(),
-        path: "/mcp".into(),
-        headers: h,
-        body: body.to_string().into_bytes(),
-    })
+    s.post(headers, body)
 }
 
 fn error_of(r: &TestReply) -> Option<Step> {

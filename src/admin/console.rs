@@ -137,7 +137,11 @@ pub(crate) fn call_page(detail: &CallDetail, now_ms: u64, csrf: &str) -> String 
     if !detail.pending.is_empty() {
         body.push_str("<h2>Asks now</h2>\n<ul>\n");
         for a in &detail.pending {
-            body.push_str(&format!("<li>{}</li>\n", asked_text(a)));
+            body.push_str(&format!("<li>{}", asked_text(a)));
+            if !s.status.is_final() && !a.method.starts_with("durable-mcp/") {
+                body.push_str(&answer_form(&s.id, &a.key, csrf));
+            }
+            body.push_str("</li>\n");
         }
         body.push_str("</ul>\n");
     }
@@ -158,14 +162,27 @@ pub(crate) fn call_page(detail: &CallDetail, now_ms: u64, csrf: &str) -> String 
         body.push_str("<p class=\"muted\">None.</p>\n");
     } else {
         body.push_str(
-            "<table>\n<tr><th>Key</th><th>When</th><th>Outcome</th><th>Value</th></tr>\n",
+            "<table>\n<tr><th>Key</th><th>When</th><th>Outcome</th><th>By</th><th>Value</th><th></th></tr>\n",
         );
         for a in &detail.answers {
+            // The user changed their mind: ask again from this question.
+            let again = if s.status.is_final() {
+                String::new()
+            } else {
+                format!(
+                    "<form method=\"post\" action=\"{}\">{}<input type=\"hidden\" name=\"key\" \
+                     value=\"{}\"><button type=\"submit\">Ask again from here</button></form>",
+                    escape(&format!("/admin/calls/{}/rewind", enc(&s.id))),
+                    csrf_field(csrf),
+                    escape(&a.key)
+                )
+            };
             body.push_str(&format!(
-                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td><code>{}</code></td></tr>\n",
+                "<tr><td><code>{}</code></td><td>{}</td><td>{}</td><td>{}</td><td><code>{}</code></td><td>{again}</td></tr>\n",
                 escape(&a.key),
                 escape(&when(a.at_ms)),
                 escape(&a.outcome),
+                escape(a.by.as_deref().unwrap_or("client")),
                 escape(&json_text(&a.value))
             ));
         }
@@ -187,7 +204,34 @@ pub(crate) fn call_page(detail: &CallDetail, now_ms: u64, csrf: &str) -> String 
         body.push_str("</table>\n");
     }
 
+    if !detail.notes.is_empty() {
+        body.push_str("<h2>Operators</h2>\n<ul>\n");
+        for n in &detail.notes {
+            body.push_str(&format!(
+                "<li>{}: {}</li>\n",
+                escape(&when(n.at_ms)),
+                escape(&n.what)
+            ));
+        }
+        body.push_str("</ul>\n");
+    }
+
     shell(&format!("durable-mcp — {}", s.id), &body)
+}
+
+/// The form that answers the question `key` on the call's behalf: the
+/// answer as the client would send it (an elicitation's
+/// `{"action": "accept", "content": {…}}`), prefilled with an accept.
+fn answer_form(id: &str, key: &str, csrf: &str) -> String {
+    format!(
+        "<form method=\"post\" action=\"{}\">{}<input type=\"hidden\" name=\"key\" value=\"{}\">\
+         <textarea name=\"answer\" rows=\"2\" cols=\"60\">{}</textarea>\
+         <button type=\"submit\">Answer for the client</button></form>",
+        escape(&format!("/admin/calls/{}/answer", enc(id))),
+        csrf_field(csrf),
+        escape(key),
+        escape(r#"{"action": "accept", "content": {}}"#)
+    )
 }
 
 /// A minimal page: the outcome of an action, or an error.
@@ -790,6 +834,7 @@ mod tests {
                 at_ms: 1_700_000_004_000,
                 outcome: "accepted".into(),
                 value: json!("[hidden]"),
+                by: None,
             }],
             effects: vec![EffectView {
                 key: "deploy".into(),
@@ -799,6 +844,7 @@ mod tests {
             waited_ms: 4_000,
             worked_ms: 120_000,
             trace_id: "0af7651916cd43dd8448eb211c80319c".into(),
+            notes: Vec::new(),
         }
     }
 
@@ -974,6 +1020,28 @@ mod tests {
             assert!(!done.contains("/cancel"), "{st:?}");
             assert!(!done.contains("name=\"csrf\""), "{st:?}");
         }
+    }
+
+    #[test]
+    fn a_waiting_call_page_answers_for_its_client_and_asks_again() {
+        let mut d = detail(Status::Waiting, json!({}));
+        d.pending = vec![Asked {
+            key: "safety".into(),
+            method: "sampling/createMessage".into(),
+            message: None,
+        }];
+        d.notes = vec![crate::engine::Note {
+            at_ms: 1_700_000_000_000,
+            what: "answered \"ok\" (operator:<ops>)".into(),
+        }];
+        let html = call_page(&d, 10_000, "tok");
+        assert!(html.contains("action=\"/admin/calls/d.abc%2F1/answer\""));
+        assert!(html.contains("<input type=\"hidden\" name=\"key\" value=\"safety\">"));
+        assert!(html.contains("action=\"/admin/calls/d.abc%2F1/rewind\""));
+        assert!(html.contains("<input type=\"hidden\" name=\"key\" value=\"ok\">"));
+        assert!(html.contains("(operator:&lt;ops&gt;)"), "escaped");
+        let done = call_page(&detail(Status::Completed, json!({})), 10_000, "tok");
+        assert!(!done.contains("/answer") && !done.contains("/rewind"));
     }
 
     #[test]

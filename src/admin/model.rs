@@ -86,6 +86,10 @@ pub struct AnswerView {
     /// The value, only where the tool shows this key
     /// (`Tool::admin_shows`); otherwise `"[hidden]"`.
     pub value: Value,
+    /// Who answered, when not the call's client (an operator on its
+    /// behalf: `operator:<name>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 /// One `once` effect in a call's history.
@@ -125,6 +129,9 @@ pub struct CallDetail {
     /// The W3C trace id its rounds' spans carry.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub trace_id: String,
+    /// What operators did to it (paused, resumed, answered, asked again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<crate::engine::Note>,
 }
 
 /// What a listing is narrowed to (`GET /admin/api/calls?…`, each optional).

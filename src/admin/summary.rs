@@ -134,6 +134,7 @@ pub fn detail(
                 at_ms: trail.answered.get(key).copied().unwrap_or(0),
                 outcome: outcome.to_string(),
                 value,
+                by: a.by.clone(),
             }
         })
         .collect();
@@ -165,6 +166,7 @@ pub fn detail(
         waited_ms: trail.waited_ms,
         worked_ms: lived.saturating_sub(trail.waited_ms),
         trace_id: trail.trace_id.clone(),
+        notes: trail.notes.clone(),
         summary,
     }
 }

@@ -492,6 +492,26 @@ impl Cx {
         self.inner.borrow().journal.round
     }
 
+    /// Who answered the question asked under `key`, when it was not the
+    /// call's client: an operator who answered on the call's behalf
+    /// (`"operator"`, or `"operator:<name>"`; see `POST
+    /// /admin/api/calls/answer`). `None` when the client answered, or
+    /// nothing has. A tool that must know a person approved, and which,
+    /// reads it after the answer:
+    ///
+    /// ```
+    /// # use durable_mcp::{text, CallToolResult, Cx, ToolError};
+    /// # async fn approve(cx: &mut Cx) -> Result<CallToolResult, ToolError> {
+    /// let answer = cx.elicit_with("approve", durable_mcp::form("Ship it?", serde_json::json!({"type": "object"}))).await?;
+    /// let who = cx.answered_by("approve").unwrap_or_else(|| "the user".into());
+    /// Ok(text(format!("{} by {who}", if answer.accepted() { "approved" } else { "declined" })))
+    /// # }
+    /// ```
+    pub fn answered_by(&self, key: &str) -> Option<String> {
+        let st = self.inner.borrow();
+        st.journal.answers.get(key).and_then(|a| a.by.clone())
+    }
+
     /// Asks the user to fill in the form `T` (`elicitation/create`, form
     /// mode): the `requestedSchema` is derived from `T` (field docs become
     /// descriptions), and the answer comes back as a `T`.

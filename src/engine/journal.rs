@@ -158,6 +158,12 @@ pub struct Answer {
     /// length. Absent in journals written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seen: Option<String>,
+    /// Who answered, when it was not the call's client: an operator
+    /// (`operator`, or `operator:<name>`) who answered on the call's
+    /// behalf ([`super::Outside::Answer`]). The tool reads it with
+    /// `Cx::answered_by`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
 }
 
 impl Answer {
@@ -169,6 +175,7 @@ impl Answer {
             outcome,
             inputs,
             seen,
+            by: None,
         }
     }
 
@@ -410,40 +417,6 @@ impl Journal {
     /// that id is pending.
     pub fn open_link(&mut self, key: &str, elicitation_id: &str) -> bool {
         self.pending_url(key, elicitation_id).is_some() && self.opened.insert(key.to_string())
-    }
-
-    /// Completes the pending URL-mode elicitation `key` from its page: its
-    /// answer is `accept` with the page's `content` (form values) and, if
-    /// the page sealed any, `sealed` (opened only for the tool). Refused
-    /// (with why) unless `key` is pending as the URL elicitation
-    /// `elicitation_id`: a replayed or foreign completion changes nothing.
-    pub fn complete_url(
-        &mut self,
-        key: &str,
-        elicitation_id: &str,
-        content: serde_json::Map<String, Value>,
-        sealed: Option<String>,
-    ) -> Result<(), &'static str> {
-        let Some(req) = self.pending.get(key) else {
-            return Err("not waiting for this elicitation");
-        };
-        if req.url_elicitation_id() != Some(elicitation_id) {
-            return Err("not waiting for this elicitation");
-        }
-        let mut answer = serde_json::json!({"action": "accept", "content": content});
-        if let Some(s) = sealed {
-            answer["sealed"] = Value::String(s);
-        }
-        answer_fits(req, &answer).map_err(|_| "the page's values are not form values")?;
-        let asked = req.digest();
-        let inputs = req.inputs.clone();
-        self.pending.remove(key);
-        self.opened.remove(key);
-        self.answers.insert(
-            key.to_string(),
-            Rc::new(Answer::new(asked, Ok(answer), inputs)),
-        );
-        Ok(())
     }
 }
 

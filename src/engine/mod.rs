@@ -14,6 +14,7 @@
 mod cx;
 mod handler;
 mod journal;
+mod outside;
 mod trail;
 mod url;
 
@@ -31,7 +32,8 @@ pub use journal::{
     answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Invocation, Journal,
     CHECKPOINT, DETACH, JOURNAL_VERSION, TIMER,
 };
-pub use trail::{Asked, Mark, RoundEnd, Trail, MAX_MARKS};
+pub use outside::Outside;
+pub use trail::{Asked, Mark, Note, RoundEnd, Trail, MAX_MARKS, MAX_NOTES};
 pub use url::{OutOfBand, UrlCompletion, UrlElicitation};
 
 use crate::error::{ErrorKind, McpError};

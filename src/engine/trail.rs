@@ -92,7 +92,24 @@ pub struct Trail {
     /// to the next round.
     #[serde(default)]
     pub waited_ms: u64,
+    /// What operators did to the call (paused, resumed, answered for it,
+    /// asked again), oldest first (the last [`MAX_NOTES`] are kept).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<Note>,
 }
+
+/// One thing an operator did to a call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Note {
+    /// When (ms since the epoch).
+    pub at_ms: u64,
+    /// What, in words (`answered "approve" (operator:ada)`).
+    pub what: String,
+}
+
+/// The operator's notes a call keeps.
+pub const MAX_NOTES: usize = 32;
 
 /// A long-running call keeps its first rounds and its latest ones.
 pub const MAX_MARKS: usize = 64;
@@ -129,6 +146,17 @@ impl Trail {
 }
 
 impl Trail {
+    /// Notes `what` an operator did at `now_ms`.
+    pub fn note(&mut self, now_ms: u64, what: String) {
+        self.notes.push(Note {
+            at_ms: now_ms,
+            what,
+        });
+        if self.notes.len() > MAX_NOTES {
+            self.notes.remove(0);
+        }
+    }
+
     /// A trail for a call `owner` starts at `now_ms`.
     pub(super) fn new(owner: &str, now_ms: u64) -> Self {
         Self {

@@ -24,6 +24,7 @@ mod auth;
 mod cors;
 mod inbound;
 mod object;
+mod outside;
 pub mod page;
 mod route;
 

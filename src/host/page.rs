@@ -13,15 +13,15 @@
 
 use serde_json::{Map, Value};
 
+use super::outside::NotTaken;
 use super::Stores;
 use crate::app::page::{Page, PageReply, Question};
 use crate::auth::Caller;
 use crate::effects::{Effect, Reply};
 use crate::elicitation::{self, Home, IdClaims};
-use crate::engine::Journal;
+use crate::engine::{Journal, Outside};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{Body, HttpRequest, HttpResponse};
-use crate::server::task::TaskHost;
 use crate::server::{error_response, Env, Server};
 use crate::store::CallStatus;
 
@@ -405,69 +405,25 @@ async fn complete(
     req: &HttpRequest,
     id: &str,
     claims: &IdClaims,
-    data: Map<String, Value>,
+    content: Map<String, Value>,
     sealed: Option<String>,
 ) -> Result<Result<Vec<Effect>, u16>, McpError> {
-    match &claims.home {
-        Home::Call(call_id) => {
-            let Some(mut call) = stores.call.load(call_id)? else {
-                return Ok(Err(404));
-            };
-            // A page completed: a wake, as the machine sees it.
-            match crate::kept::transition(call.kept_status(), crate::kept::Event::Wake) {
-                crate::kept::Transition::To(_) => {}
-                crate::kept::Transition::No(crate::kept::Refused::Running) => return Ok(Err(409)),
-                _ => return Ok(Err(404)),
-            }
-            if call
-                .journal
-                .complete_url(&claims.key, id, data, sealed)
-                .is_err()
-            {
-                return Ok(Err(404));
-            }
-            call.updated_ms = env.now_ms;
-            stores.call.save(call_id, &call)?;
-            Ok(Ok(Vec::new()))
-        }
-        Home::Session(_, call_id) => {
-            let resource = server.resource_of(req);
-            let done = crate::session::complete_url(
-                server,
-                stores.session,
-                env,
-                caller.clone(),
-                resource,
-                crate::auth::origin_of(req.header("host")),
-                call_id,
-                &claims.key,
-                id,
-                data,
-                sealed,
-            )
-            .await?;
-            Ok(match done {
-                Ok(pushes) => Ok(pushes.into_iter().map(Effect::Push).collect()),
-                Err(crate::session::Refused::Busy) => Err(409),
-                Err(crate::session::Refused::NotWaiting) => Err(404),
-            })
-        }
-        Home::Task(task_id) => {
-            let host = TaskHost {
-                task_id: task_id.clone(),
-                store: stores.task,
-            };
-            crate::server::task::complete_url(
-                server,
-                &host,
-                env.now_ms,
-                &claims.key,
-                id,
-                data,
-                sealed,
-            )
-        }
-    }
+    let turn = crate::session::Turn {
+        caller: caller.clone(),
+        resource: server.resource_of(req),
+        origin: crate::auth::origin_of(req.header("host")),
+    };
+    let what = Outside::Page {
+        key: claims.key.clone(),
+        elicitation_id: id.to_string(),
+        content,
+        sealed,
+    };
+    let done = super::outside::deliver(server, env, stores, Some(turn), &claims.home, what).await?;
+    Ok(done.map_err(|not| match not {
+        NotTaken::Busy => 409,
+        NotTaken::No(_) => 404,
+    }))
 }
 
 /// The headers every page response and refusal carries unless the page

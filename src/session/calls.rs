@@ -11,7 +11,7 @@ use super::events::{log_all, stream_reply};
 use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
 use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
-use crate::engine::{ClientCaps, Journal, RoundEnd};
+use crate::engine::{ClientCaps, Journal, Outside, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::protocol::{notification, result_response, ClientRequest, Method, Request};
@@ -20,12 +20,24 @@ use crate::server::{call_target, round, Env, Kept, Server, Site, Step, Target};
 /// Who a request of the session comes from (already checked to be its
 /// principal), for the rounds it runs: a refreshed token runs them with
 /// its own scopes. Read once per request (`session::handle_inner`).
-pub(super) struct Turn {
-    pub(super) caller: crate::auth::Caller,
-    pub(super) resource: String,
+pub(crate) struct Turn {
+    pub(crate) caller: crate::auth::Caller,
+    pub(crate) resource: String,
     /// This server's origin as the request reached it, for a session
     /// whose meta has none (opened before it was kept there); else empty.
-    pub(super) origin: String,
+    pub(crate) origin: String,
+}
+
+impl Turn {
+    /// The turn of `call`'s own client as its last request showed it: a
+    /// round run for an operator holds the body to the client's scopes.
+    fn of(call: &SessionCall) -> Self {
+        Self {
+            caller: call.caller.clone(),
+            resource: call.resource.clone(),
+            origin: String::new(),
+        }
+    }
 }
 
 /// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
@@ -72,6 +84,8 @@ pub(super) async fn start(
         last_contact_ms: env.now_ms,
         confirmed_lsn: 0,
         claimed_at_ms: 0,
+        caller: turn.caller.clone(),
+        resource: turn.resource.clone(),
     };
     let mut messages = Vec::new();
     if let Some(token) = &call.resume_token {
@@ -168,6 +182,7 @@ pub(super) async fn answer(
     let answer = [(key, outcome)];
     call.journal.check_answers(&answer)?;
     call.last_contact_ms = env.now_ms;
+    call.caller = turn.caller.clone();
     call.journal.accept_answers(answer);
     // The client is here: checkpoints left in this round pass too.
     if !call.journal.pending.is_empty() && !continue_after_checkpoints(&mut call) {
@@ -185,64 +200,61 @@ pub(super) async fn answer(
     }])
 }
 
-/// Why a page's completion of a URL-mode elicitation was not taken.
+/// Why something from outside the client was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Refused {
-    /// No such call waiting (unknown, over, or not waiting for it).
-    NotWaiting,
+    /// No such call waiting for it (unknown, over, or not asking that),
+    /// with why.
+    Not(&'static str),
     /// Its round is running right now: try again.
     Busy,
 }
 
-/// A page completed URL-mode elicitation `key` of the call `call_id`
-/// (`elicitation_id` verified by the host): the answer goes into the call's
-/// journal, `notifications/elicitation/complete` onto the call's stream,
-/// and when that completes the round the next one runs right here, its
-/// messages following on the stream (held open, or read on resume).
-#[allow(clippy::too_many_arguments)]
-pub(crate) async fn complete_url(
+/// Something from outside the client ([`Outside`]: a page completed, an
+/// operator's answer or rewind) for the call `call_id`: it goes into the
+/// call's journal (a page's completion puts
+/// `notifications/elicitation/complete` onto the call's stream), and when
+/// nothing else is waited for the next round runs right here, its messages
+/// following on the stream (held open, or read on resume). `turn` is the
+/// request that brought it (a page's); an operator's runs the round as the
+/// call's own client last did.
+pub(crate) async fn take_outside(
     server: &Server,
     store: &dyn SessionStore,
     env: &Env,
-    turn_caller: crate::auth::Caller,
-    resource: String,
-    origin: String,
+    turn: Option<Turn>,
     call_id: &str,
-    key: &str,
-    elicitation_id: &str,
-    content: serde_json::Map<String, Value>,
-    sealed: Option<String>,
+    what: Outside,
 ) -> Result<Result<Vec<Push>, Refused>, McpError> {
     let Some(meta) = store.meta()? else {
-        return Ok(Err(Refused::NotWaiting));
+        return Ok(Err(Refused::Not("not found")));
     };
     let found = store
         .calls()?
         .into_iter()
         .find(|c| c.call_id == call_id && !c.state.is_final());
     let Some(mut call) = found else {
-        return Ok(Err(Refused::NotWaiting));
+        return Ok(Err(Refused::Not("not found")));
     };
     if running_elsewhere(server, &call, env.now_ms) {
         return Ok(Err(Refused::Busy));
     }
-    if call
-        .journal
-        .complete_url(key, elicitation_id, content, sealed)
-        .is_err()
-    {
-        return Ok(Err(Refused::NotWaiting));
+    let page = match &what {
+        Outside::Page { elicitation_id, .. } => Some(elicitation_id.clone()),
+        _ => None,
+    };
+    if let Err(why) = call.journal.take_outside(what, env.now_ms) {
+        return Ok(Err(Refused::Not(why)));
     }
     let stream = call.stream.clone();
-    let mut messages = vec![notification(
-        "notifications/elicitation/complete",
-        json!({ "elicitationId": elicitation_id }),
-    )];
-    let turn = Turn {
-        caller: turn_caller,
-        resource,
-        origin,
-    };
+    let mut messages = Vec::new();
+    if let Some(id) = page {
+        messages.push(notification(
+            "notifications/elicitation/complete",
+            json!({ "elicitationId": id }),
+        ));
+    }
+    let turn = turn.unwrap_or_else(|| Turn::of(&call));
     if call.journal.pending.is_empty() || continue_after_checkpoints(&mut call) {
         messages.extend(run_claimed(server, store, env, &meta, &turn, &mut call).await?);
     }

@@ -25,7 +25,7 @@ mod resume;
 mod store;
 mod streams;
 
-pub(crate) use calls::{complete_url, Refused};
+pub(crate) use calls::{take_outside, Refused, Turn};
 pub(crate) use events::logged_push;
 pub(crate) use resume::on_alarm;
 pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};

@@ -113,6 +113,14 @@ pub struct SessionCall {
     /// answer arriving meanwhile does not run it again.
     #[serde(default)]
     pub claimed_at_ms: u64,
+    /// The caller as the call's client last showed it (its start, its
+    /// last answer): a round run for an operator's answer, with no request
+    /// of the client's, holds the body to these scopes. Never a credential.
+    #[serde(default)]
+    pub caller: crate::auth::Caller,
+    /// The resource URI the call was reached at (for a scope challenge).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub resource: String,
 }
 
 impl crate::store::log::Record for SessionCall {

@@ -188,7 +188,8 @@ impl Gone {
 /// The same answer: the one the rows hold (shared, so by address), or
 /// one recorded again alike.
 fn same_answer(a: &Rc<Answer>, b: &Rc<Answer>) -> bool {
-    Rc::ptr_eq(a, b) || (a.asked == b.asked && a.inputs == b.inputs && a.seen() == b.seen())
+    Rc::ptr_eq(a, b)
+        || (a.asked == b.asked && a.inputs == b.inputs && a.by == b.by && a.seen() == b.seen())
 }
 
 /// Entries new or changed in `now` since `was` (key and value, in key
@@ -251,6 +252,7 @@ fn head_of(j: &Journal) -> Journal {
                 answered: BTreeMap::new(),
                 effects: BTreeMap::new(),
                 waited_ms: t.waited_ms,
+                notes: t.notes.clone(),
             })
         }),
         held: j.held.clone(),

@@ -147,6 +147,27 @@ pub fn round_line(ev: &RoundEvent, service_name: &str, span: bool) -> String {
     out
 }
 
+/// One line for an operator's act on one call (`act`: `pause`, `resume`,
+/// `answer`, `rewind`), beside the rounds' lines: `event`
+/// `mcp.operator`, the call's admin id, the question's key (if any), the
+/// operator as a digest, and whether it was done (else why not).
+pub fn operator_line(act: &str, call: &str, key: &str, operator: &str, outcome: &str) -> String {
+    let mut out = String::with_capacity(256);
+    let mut line = Object::open(&mut out);
+    line.str("level", "info")
+        .str("msg", "mcp operator")
+        .str("event", "mcp.operator")
+        .str("act", act)
+        .str("call", call)
+        .str("operator", &principal_digest(operator))
+        .str("outcome", outcome);
+    if !key.is_empty() {
+        line.str("key", key);
+    }
+    line.end();
+    out
+}
+
 fn log_fields(line: &mut Object, ev: &RoundEvent, ids: &Ids) {
     line.str("level", level(ev.outcome))
         .str("msg", "mcp round")

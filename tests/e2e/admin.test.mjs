@@ -184,8 +184,23 @@ test(`30 paused calls and 5 tasks, listed, shown, cancelled, paused and exported
   assert.equal(detail.answers[0].key, 'target');
   assert.equal(detail.answers[0].value, '[hidden]');
 
-  // --- cancel two: a durable call and a session's call.
+  // --- answer a call's question for its client, then ask it again (the CLI).
   const claimsOf = (state) => JSON.parse(Buffer.from(state.split('.')[1], 'base64url').toString('utf8'));
+  const helped = `d.${claimsOf(calls.durable[6].state).sid}`;
+  const given = await admin(['calls', 'answer', helped, 'target', '{"action":"accept","content":{"target":"staging"}}']);
+  assert.equal(given.status, 0, given.stderr + given.stdout);
+  assert.match(given.stdout, /answered d\./);
+  const helpedShown = await adminJson(['calls', 'show', helped]);
+  assert.equal(helpedShown.answers[0].by, 'operator:ops', JSON.stringify(helpedShown));
+  const rewound = await admin(['calls', 'rewind', helped, 'target']);
+  assert.equal(rewound.status, 0, rewound.stderr + rewound.stdout);
+  const told = await admin(['calls', 'show', helped]);
+  assert.match(told.stdout, /operators\n.*answered "target" \(operator:ops\)\n.*asked again from "target"/);
+  const bad = await admin(['calls', 'answer', helped, 'target']);
+  assert.notEqual(bad.status, 0, 'an answer is named');
+
+  // --- cancel two: a durable call and a session's call.
+ (state) => JSON.parse(Buffer.from(state.split('.')[1], 'base64url').toString('utf8'));
   const victim = calls.durable.find((c, i) => i >= 5 && c.token === BOB);
   const dId = `d.${claimsOf(victim.state).sid}`;
   assert.ok(l.calls.some((c) => c.id === dId), `${dId} is listed`);

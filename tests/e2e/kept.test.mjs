@@ -11,6 +11,10 @@
 //   the webhook once): cancelled, or completed, never both;
 // - an operator pauses one call (a durable call, a task): its next round
 //   parks and runs no effect; resumed, it completes, its effect run once;
+// - an operator asks a call again from an earlier question, then answers
+//   its last question on its client's behalf (a durable call, a task): the
+//   client is asked again, the operator's answer stands (shown with who
+//   gave it), the effect runs once; no rewind past an effect;
 // - purge then the clients' retries of completed and cancelled calls: no
 //   effect runs again, no call comes back, nothing is listed (with an
 //   empty tool or at all); purge with a status that is not final: 400,
@@ -276,6 +280,61 @@ test(`an operator pauses a task: its alarm parks it; resumed, it completes once 
   assert.deepEqual(resumed.json.done, [id], JSON.stringify(resumed.json));
   await until((t) => t?.inputRequests?.finish);
   await update('finish');
+  const done = await until((t) => t?.status === 'completed');
+  assert.equal(done.result?.content?.[0]?.text, '10 bytes of outputs', JSON.stringify(done));
+  assert.equal(ticketsFor(tag), 1, 'its effect ran once');
+});
+
+test(`an operator asks a durable call again from a question, then answers it for its client (${VIA})`, { timeout: 2 * 60_000 }, async () => {
+  const call = await atLastQuestion('ops-answer');
+  const rewound = await adminApi('POST', '/admin/api/calls/rewind', { id: call.id, key: 'target' });
+  assert.deepEqual(rewound.json.done, [call.id], JSON.stringify(rewound.json));
+  // The client answers the question it holds: it is asked `target` again.
+  const r1 = await last(call);
+  assert.deepEqual(Object.keys(r1.json?.result?.inputRequests ?? {}), ['target'], r1.text);
+  const r2 = await callTool(server.url, 'deploy', call.args, { requestState: r1.json.result.requestState, inputResponses: ELICITED }, { id: 4 });
+  assert.deepEqual(Object.keys(r2.json?.result?.inputRequests ?? {}), ['safety'], r2.text);
+  // The operator answers `safety` for it (a sampling result).
+  const answered = await adminApi('POST', '/admin/api/calls/answer', { id: call.id, key: 'safety', answer: SAMPLED.safety });
+  assert.deepEqual(answered.json.done, [call.id], JSON.stringify(answered.json));
+  const again = await adminApi('POST', '/admin/api/calls/answer', { id: call.id, key: 'safety', answer: SAMPLED.safety });
+  assert.equal(again.json.skipped[call.id], 'not waiting for this question', JSON.stringify(again.json));
+  const shown = await adminApi('GET', `/admin/api/calls/${encodeURIComponent(call.id)}`);
+  assert.equal(shown.json.answers.find((a) => a.key === 'safety')?.by, 'operator:ops', JSON.stringify(shown.json));
+  assert.deepEqual(shown.json.notes.map((n) => n.what), ['asked again from "target"', 'answered "safety" (operator:ops)']);
+  // The client's next round goes on with it and completes, the effect once.
+  const done = await callTool(server.url, 'deploy', call.args, { requestState: r2.json.result.requestState, inputResponses: {} }, { id: 5 });
+  assert.match(done.json?.result?.content?.[0]?.text ?? '', /^Deployed /, done.text);
+  assert.equal(ticketsFor('ops-answer'), 1, 'its effect ran once');
+  const late = await adminApi('POST', '/admin/api/calls/rewind', { id: call.id, key: 'target' });
+  assert.equal(late.json.skipped[call.id], 'finished', JSON.stringify(late.json));
+});
+
+test(`an operator answers a task for its client; no rewind past its effect (${VIA})`, { timeout: 2 * 60_000 }, async () => {
+  const tag = 'ops-task';
+  const meta = modernMeta(TASK_CAPS);
+  const created = await send(server.url, 'tools/call', { name: 'hoard_task', arguments: { tag, count: 1, bytes: 10 }, _meta: meta });
+  const { taskId } = created.json?.result ?? {};
+  assert.ok(taskId, created.text);
+  const until = async (want) => {
+    for (const deadline = Date.now() + 30_000; ;) {
+      const t = (await taskGet(taskId)).json?.result;
+      if (want(t)) return t;
+      assert.ok(Date.now() < deadline, JSON.stringify(t));
+      await new Promise((ok) => setTimeout(ok, 100));
+    }
+  };
+  await until((t) => t?.inputRequests?.start);
+  const id = taskAdminId(taskId);
+  const go = { action: 'accept', content: { go: true } };
+  const answered = await adminApi('POST', '/admin/api/calls/answer', { id, key: 'start', answer: go });
+  assert.deepEqual(answered.json.done, [id], JSON.stringify(answered.json));
+  // Its alarm runs it on: the effect, then the next question.
+  await until((t) => t?.inputRequests?.finish);
+  assert.equal(ticketsFor(tag), 1);
+  const refused = await adminApi('POST', '/admin/api/calls/rewind', { id, key: 'start' });
+  assert.equal(refused.json.skipped[id], 'an effect ran on that answer', JSON.stringify(refused.json));
+  await adminApi('POST', '/admin/api/calls/answer', { id, key: 'finish', answer: go });
   const done = await until((t) => t?.status === 'completed');
   assert.equal(done.result?.content?.[0]?.text, '10 bytes of outputs', JSON.stringify(done));
   assert.equal(ticketsFor(tag), 1, 'its effect ran once');

@@ -7,6 +7,7 @@ use super::super::Stores;
 use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
 use crate::admin::Done;
 use crate::effects::{Effect, Reply};
+use crate::elicitation::Home;
 use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::session::{SessionCall, SessionMeta};
@@ -33,16 +34,7 @@ pub(super) fn each(
     let mut done = Done::default();
     let mut effects = Vec::new();
     for id in ids {
-        let keeper = if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            Some(Keeper::Durable(call_id))
-        } else if id.starts_with(SESSION_PREFIX) {
-            Some(Keeper::Session)
-        } else if id.starts_with(TASK_PREFIX) {
-            Some(Keeper::Task)
-        } else {
-            None
-        };
-        let outcome = match keeper {
+        let outcome = match keeper_of(id) {
             Some(k) => act(id, k, &mut effects)?,
             None => Err("not found"),
         };
@@ -56,6 +48,36 @@ pub(super) fn each(
     Ok(Reply {
         response: HttpResponse::json(200, &json!(done)),
         effects,
+    })
+}
+
+/// Which keeper `id` names, if any.
+fn keeper_of(id: &str) -> Option<Keeper<'_>> {
+    if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
+        Some(Keeper::Durable(call_id))
+    } else if id.starts_with(SESSION_PREFIX) {
+        Some(Keeper::Session)
+    } else if id.starts_with(TASK_PREFIX) {
+        Some(Keeper::Task)
+    } else {
+        None
+    }
+}
+
+/// Where the call whose admin id is `id` is kept, if this object keeps it
+/// (as a page's elicitation id names it).
+pub(super) fn home_of(stores: &Stores<'_>, id: &str) -> Result<Option<Home>, McpError> {
+    Ok(match keeper_of(id) {
+        Some(Keeper::Durable(call_id)) => Some(Home::Call(call_id.to_string())),
+        Some(Keeper::Session) => {
+            session_call(stores, id)?.map(|(meta, call)| Home::Session(meta.id, call.call_id))
+        }
+        Some(Keeper::Task) => stores
+            .task
+            .load()?
+            .filter(|t| summary::task_id(&t.task_id) == id)
+            .map(|t| Home::Task(t.task_id)),
+        None => None,
     })
 }
 

@@ -26,9 +26,15 @@ pub(super) fn hold(
         "" => "paused by an operator".to_string(),
         by => format!("paused by an operator ({by})"),
     };
+    let note = match (hold, operator) {
+        (true, _) => why.clone(),
+        (false, "") => "resumed by an operator".to_string(),
+        (false, by) => format!("resumed by an operator ({by})"),
+    };
     let change = Change {
         event: if hold { Event::Hold } else { Event::Release },
         held: hold.then_some(why),
+        note,
         now_ms: env.now_ms,
     };
     each(ids, |id, keeper, effects| match keeper {
@@ -43,6 +49,8 @@ struct Change {
     event: Event,
     /// The journal's `held` after it.
     held: Option<String>,
+    /// What the call's trail notes of it.
+    note: String,
     now_ms: u64,
 }
 
@@ -59,6 +67,9 @@ impl Change {
         }
         if self.held.is_none() || journal.held.is_none() {
             journal.held.clone_from(&self.held);
+            if let Some(t) = journal.trail.as_mut() {
+                t.note(self.now_ms, self.note.clone());
+            }
         }
         Ok(())
     }

@@ -73,6 +73,15 @@ struct HoldBody {
     ids: Vec<String>,
 }
 
+/// The body of `calls/answer` and `calls/rewind`.
+#[derive(Deserialize, Default)]
+struct OutsideBody {
+    id: String,
+    key: String,
+    #[serde(default)]
+    answer: Option<Value>,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct CancelBody {
@@ -188,6 +197,25 @@ fn api(
                 hold: *action == "pause",
             })
         }
+        ("POST", ["calls", act @ ("answer" | "rewind")]) => {
+            let body: OutsideBody = serde_json::from_slice(&req.body)
+                .map_err(|e| bad(format!("the body does not read: {e}")))?;
+            if body.id.is_empty() || body.key.is_empty() {
+                return Err(bad("name the call (id) and its question (key)"));
+            }
+            if (*act == "answer") != body.answer.is_some() {
+                return Err(bad(if *act == "answer" {
+                    "give the answer (answer), as the client would send it"
+                } else {
+                    "a rewind takes no answer"
+                }));
+            }
+            Ok(Op::Outside {
+                id: body.id,
+                key: body.key,
+                answer: body.answer,
+            })
+        }
         ("GET", ["calls", id]) => Ok(Op::Show((*id).to_string())),
         ("GET", ["tools"]) => Ok(Op::Tools),
         ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
@@ -291,11 +319,17 @@ fn read<T: for<'de> Deserialize<'de>>(r: &HttpResponse) -> Option<T> {
 
 impl Job {
     fn body(&self, ids: Vec<String>) -> Body {
+        let (key, answer) = match &self.op {
+            Op::Outside { key, answer, .. } => (Some(key.clone()), answer.clone()),
+            _ => (None, None),
+        };
         Body {
             ids,
             tool: None,
             operator: self.operator.clone(),
             until_ms: None,
+            key,
+            answer,
         }
     }
 
@@ -333,6 +367,7 @@ impl Job {
             Op::List { .. }
             | Op::Cancel { .. }
             | Op::Hold { .. }
+            | Op::Outside { .. }
             | Op::Export(_)
             | Op::Purge(_) => {
                 let mut asks = vec![entries];
@@ -509,6 +544,14 @@ impl Job {
                 (chosen, Ask::Cancel)
             }
             Op::Hold { ids, hold } => (ids.clone(), if *hold { Ask::Hold } else { Ask::Release }),
+            Op::Outside { id, answer, .. } => (
+                vec![id.clone()],
+                if answer.is_some() {
+                    Ask::Answer
+                } else {
+                    Ask::Rewind
+                },
+            ),
             Op::Export(filter) => (self.chosen(filter), Ask::Export),
             Op::Purge(filter) => (self.chosen(filter), Ask::Purge),
             _ => return Step::Answer(bad("not a listing")),
@@ -558,8 +601,13 @@ impl Job {
             done.done.extend(part.done);
             done.skipped.extend(part.skipped);
         }
+        let one;
         let named = match &self.op {
             Op::Cancel { ids: Some(ids), .. } | Op::Hold { ids, .. } => Some(ids),
+            Op::Outside { id, .. } => {
+                one = vec![id.clone()];
+                Some(&one)
+            }
             _ => None,
         };
         if let Some(ids) = named {

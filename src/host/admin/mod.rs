@@ -25,6 +25,7 @@ mod job;
 // Unused in a Worker built without the `admin` feature (host/object.rs).
 #[cfg_attr(all(target_arch = "wasm32", not(feature = "admin")), allow(dead_code))]
 pub(crate) mod object;
+mod outside;
 mod pages;
 mod pass;
 mod request;

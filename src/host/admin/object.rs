@@ -38,6 +38,10 @@ pub(crate) enum Ask {
     Hold,
     /// Resume these paused calls.
     Release,
+    /// Answer the question `key` of the call `ids[0]` on its behalf.
+    Answer,
+    /// Ask the call `ids[0]` again from its question `key`.
+    Rewind,
     /// These paused calls' journals.
     Export,
     /// Forget these finished calls.
@@ -69,6 +73,12 @@ pub(crate) struct Body {
     /// Until when a mark is kept ([`Ask::SpendLink`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) until_ms: Option<u64>,
+    /// The question ([`Ask::Answer`], [`Ask::Rewind`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) key: Option<String>,
+    /// The answer ([`Ask::Answer`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) answer: Option<Value>,
 }
 
 /// The hub's answer to [`Ask::Entries`].
@@ -114,6 +124,17 @@ pub(crate) async fn serve(
         let e = McpError::invalid_request("Invalid Request: an unknown admin operation");
         return Reply::new(error_response(&e, None));
     };
+    if matches!(op, Ask::Answer | Ask::Rewind) {
+        let act = super::outside::Act {
+            id: body.ids.first().cloned().unwrap_or_default(),
+            key: body.key.clone().unwrap_or_default(),
+            answer: body.answer.clone(),
+            operator: body.operator.clone(),
+        };
+        return super::outside::act(server, env, stores, act)
+            .await
+            .unwrap_or_else(|e| Reply::new(error_response(&e, None)));
+    }
     match answer(server, op, &body, env, stores) {
         Ok(reply) => reply,
         Err(e) => Reply::new(error_response(&e, None)),
@@ -136,6 +157,8 @@ fn answer(
         Ask::Cancel => cancel(server, stores, env, body),
         Ask::Hold => super::hold::hold(stores, env, (&body.ids, &body.operator), true),
         Ask::Release => super::hold::hold(stores, env, (&body.ids, &body.operator), false),
+        // Served before, asynchronously: a session's call runs its round.
+        Ask::Answer | Ask::Rewind => Err(McpError::internal("served elsewhere")),
         Ask::Export => {
             // A user's answers are sealed for the deploy check, never shown.
             let ring = &server.config.keys;

@@ -141,6 +141,27 @@ pub(super) fn parse(
             ids: vec![decode(id)],
             hold: *action == "pause",
         },
+        ("POST", ["calls", id, act @ ("answer" | "rewind")]) => {
+            let field = |name: &str| {
+                form_urlencoded::parse(&req.body)
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.into_owned())
+            };
+            let answer = match (*act, field("answer")) {
+                ("answer", Some(text)) => Some(serde_json::from_str(&text).map_err(|e| {
+                    page.message(400, "Bad answer", &format!("The answer is not JSON: {e}"))
+                })?),
+                ("answer", None) => {
+                    return Err(page.message(400, "Bad answer", "No answer given."))
+                }
+                _ => None,
+            };
+            Op::Outside {
+                id: decode(id),
+                key: field("key").unwrap_or_default(),
+                answer,
+            }
+        }
         ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
             let tool = decode(tool);
             if server.registry.find_tool(&tool).is_none() {

@@ -24,6 +24,14 @@ pub(crate) enum Op {
         ids: Vec<String>,
         hold: bool,
     },
+    /// For one call, from outside its client: answer the question pending
+    /// under `key` on its behalf (`answer`), or ask again from `key` (no
+    /// `answer`: a rewind).
+    Outside {
+        id: String,
+        key: String,
+        answer: Option<serde_json::Value>,
+    },
     Export(Filter),
     Purge(Filter),
     Tools,

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
 use crate::app::CallToolResult;
 use crate::effects::{Effect, TaskChange};
-use crate::engine::{ClientCaps, Outcome, RoundEnd, Run, TaskMode, TIMER};
+use crate::engine::{ClientCaps, Outcome, Outside, RoundEnd, Run, TaskMode, TIMER};
 use crate::error::McpError;
 use crate::server::{round, Kept, Server, Site, Step, Target};
 
@@ -116,29 +116,25 @@ fn parked(
     })
 }
 
-/// A page completed URL-mode elicitation `key` of this task (its id
-/// verified by the host): the answer goes into the task's journal and its
-/// alarm runs it now if nothing else is waited for. `Err(404)` when the
-/// task is not waiting for it.
-pub(crate) fn complete_url(
+/// Something from outside the client ([`Outside`]: a page completed, an
+/// operator's answer or rewind) for this task: it goes into the task's
+/// journal and its alarm runs it now if nothing else is waited for (a
+/// rewind: at once, to ask again). `Err(why)` when the task is not waiting
+/// for it.
+pub(crate) fn take_outside(
     server: &Server,
     host: &TaskHost<'_>,
     now_ms: u64,
-    key: &str,
-    elicitation_id: &str,
-    content: serde_json::Map<String, Value>,
-    sealed: Option<String>,
-) -> Result<Result<Vec<Effect>, u16>, McpError> {
+    what: Outside,
+) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
     let Some(mut task) = host.store.load()? else {
-        return Ok(Err(404));
+        return Ok(Err("not found"));
     };
-    if task.status.is_terminal()
-        || task
-            .journal
-            .complete_url(key, elicitation_id, content, sealed)
-            .is_err()
-    {
-        return Ok(Err(404));
+    if task.status.is_terminal() {
+        return Ok(Err("already finished"));
+    }
+    if let Err(why) = task.journal.take_outside(what, now_ms) {
+        return Ok(Err(why));
     }
     task.updated_ms = now_ms;
     if !task.journal.pending.values().any(|r| !r.is_internal()) {

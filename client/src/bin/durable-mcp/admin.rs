@@ -37,6 +37,7 @@ const USAGE: &str = concat!(
     "  durable-mcp admin <url> calls show <id> [--json]\n",
     "  durable-mcp admin <url> calls cancel <id>... | --filter [filter] [--all]\n",
     "  durable-mcp admin <url> calls pause <id>... | resume <id>...\n",
+    "  durable-mcp admin <url> calls answer <id> <key> <answer-json> | rewind <id> <key>\n",
     "  durable-mcp admin <url> calls export [--tool T] [--status S,…] [--out FILE]\n",
     "  durable-mcp admin <url> calls purge [--status S,…] [--older-than D]\n",
     "  durable-mcp admin <url> tools list | pause <name> | resume <name>\n",
@@ -62,6 +63,13 @@ ADMIN
   calls pause       each call named parks (its rounds get 503, as under a
                     paused tool) until calls resume; not a call whose round
                     is running, nor a finished one
+  calls answer      answers the question <key> the call waits on, on its
+                    client's behalf, with <answer-json> as the client would
+                    send it ('{\"action\":\"accept\",\"content\":{...}}'); the
+                    tool sees who answered (cx.answered_by)
+  calls rewind      asks the call again from question <key>: its answer and
+                    every later one are dropped (not past an effect that ran
+                    on them)
   calls export      the paused calls as JSON (for the deploy check) to
                     --out FILE, else stdout
   calls purge       forgets finished calls (default: completed, failed,
@@ -127,6 +135,12 @@ enum Command {
     Cancel(Cancel),
     /// Pause (`true`) or resume these calls.
     Hold(Vec<String>, bool),
+    /// Answer (with the answer) or rewind one call at a question.
+    Outside {
+        id: String,
+        key: String,
+        answer: Option<Value>,
+    },
     Export {
         filter: Filter,
         out: Option<PathBuf>,
@@ -350,6 +364,33 @@ fn parse(args: &[String]) -> Result<Invocation, Usage> {
                 return Err(Usage(format!("{what}: name the calls (ids)")));
             }
             Command::Hold(rest.clone(), action == "pause")
+        }
+        (Some("calls"), Some(action @ ("answer" | "rewind"))) => {
+            let what = format!("calls {action}");
+            f.only(&what, &[])?;
+            let want = if action == "answer" { 3 } else { 2 };
+            if rest.len() != want {
+                return Err(Usage(format!(
+                    "{what}: name the call and the question{}",
+                    if want == 3 {
+                        ", then the answer (JSON)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            let answer = match rest.get(2) {
+                Some(text) => Some(
+                    serde_json::from_str(text)
+                        .map_err(|e| Usage(format!("{what}: the answer is not JSON: {e}")))?,
+                ),
+                None => None,
+            };
+            Command::Outside {
+                id: rest[0].clone(),
+                key: rest[1].clone(),
+                answer,
+            }
         }
         (Some("calls"), Some("export")) => {
             f.only("calls export", &["--tool", "--status", "--out"])?;
@@ -667,6 +708,18 @@ fn execute(api: &Api, inv: &Invocation) -> Result<(), Failure> {
             let v = api.post(&api.url(&["calls", action]), &json!({ "ids": ids }))?;
             done(v, inv.json, if *hold { "paused" } else { "resumed" })
         }
+        Command::Outside { id, key, answer } => {
+            let (action, verb) = match answer {
+                Some(_) => ("answer", "answered"),
+                None => ("rewind", "asked again"),
+            };
+            let mut body = json!({ "id": id, "key": key });
+            if let Some(a) = answer {
+                body["answer"] = a.clone();
+            }
+            let v = api.post(&api.url(&["calls", action]), &body)?;
+            done(v, inv.json, verb)
+        }
         Command::Export { filter, out } => export(api, filter, out.as_deref()),
         Command::Purge {
             status,
@@ -896,6 +949,24 @@ mod tests {
         assert!(command("http://h calls cancel d.1 --filter --tool x").is_err());
         assert!(command("http://h calls cancel d.1 --all").is_err());
         assert!(command("http://h calls cancel --filter --tool x --all").is_err());
+    }
+
+    #[test]
+    fn answer_and_rewind_name_a_call_and_its_question() {
+        match command(r#"http://h calls answer d.1 ok {"action":"accept","content":{}}"#) {
+            Ok(Command::Outside { id, key, answer }) => {
+                assert_eq!((id.as_str(), key.as_str()), ("d.1", "ok"));
+                assert_eq!(answer, Some(json!({"action": "accept", "content": {}})));
+            }
+            _ => panic!("an answer"),
+        }
+        assert!(matches!(
+            command("http://h calls rewind t.2 a"),
+            Ok(Command::Outside { answer: None, .. })
+        ));
+        assert!(command("http://h calls answer d.1 ok").is_err());
+        assert!(command("http://h calls answer d.1 ok {nope").is_err());
+        assert!(command("http://h calls rewind d.1").is_err());
     }
 
     #[test]

@@ -81,6 +81,8 @@ pub(crate) struct AnswerView {
     pub(crate) at_ms: u64,
     pub(crate) outcome: String,
     pub(crate) value: Value,
+    /// Who answered, when not the call's client.
+    pub(crate) by: Option<String>,
 }
 
 /// One `once` effect in a call's history.
@@ -106,6 +108,15 @@ pub(crate) struct CallDetail {
     pub(crate) waited_ms: u64,
     pub(crate) worked_ms: u64,
     pub(crate) trace_id: String,
+    pub(crate) notes: Vec<Note>,
+}
+
+/// One thing an operator did to a call.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct Note {
+    pub(crate) at_ms: u64,
+    pub(crate) what: String,
 }
 
 /// What a cancel or a purge did, id by id.

@@ -84,8 +84,12 @@ pub(crate) fn render(d: &CallDetail, now_ms: u64) -> String {
     if !d.answers.is_empty() {
         out.push_str("\nanswers\n");
         for a in &d.answers {
+            let by =
+                a.by.as_deref()
+                    .map(|b| format!(" (by {b})"))
+                    .unwrap_or_default();
             out.push_str(&format!(
-                "  {}  {}  {}  {}\n",
+                "  {}  {}  {}{by}  {}\n",
                 iso(a.at_ms),
                 a.key,
                 a.outcome,
@@ -97,6 +101,12 @@ pub(crate) fn render(d: &CallDetail, now_ms: u64) -> String {
         out.push_str("\neffects\n");
         for e in &d.effects {
             out.push_str(&format!("  {}  {}\n", iso(e.at_ms), e.key));
+        }
+    }
+    if !d.notes.is_empty() {
+        out.push_str("\noperators\n");
+        for n in &d.notes {
+            out.push_str(&format!("  {}  {}\n", iso(n.at_ms), n.what));
         }
     }
     if !d.pending.is_empty() {
