@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
 
-use crate::admin::index::{IndexChange, IndexEntry};
-use crate::admin::CallSummary;
 use crate::http::{HttpResponse, SseEvent};
+use crate::index::{IndexChange, IndexEntry};
+use crate::kept::CallSummary;
 use crate::protocol::versions::META_SUBSCRIPTION_ID;
 use crate::protocol::ListKind;
 
@@ -117,9 +117,9 @@ impl Changes {
                     // The summary travels once, in the index's entry.
                     let mut t = t.clone();
                     c.index.push(IndexChange::Put(IndexEntry {
-                        handle: crate::admin::summary::task_id(&t.task_id),
+                        handle: crate::kept::summary::task_id(&t.task_id),
                         object: format!("task:{}", t.task_id),
-                        kind: crate::admin::Kind::Task,
+                        kind: crate::kept::Kind::Task,
                         summary: t.summary.take().map(|s| *s),
                     }));
                     c.tasks.push(t);

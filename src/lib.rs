@@ -30,6 +30,7 @@ mod entry;
 pub mod error;
 pub mod host;
 pub mod http;
+pub mod index;
 pub mod kept;
 pub mod outbound;
 pub mod protocol;

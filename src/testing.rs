@@ -49,7 +49,7 @@ pub struct TestObject {
     /// Its storage as a task sees it.
     pub task: MemoryTaskStore,
     /// Its storage as the hub's admin index sees it.
-    pub index: crate::admin::index::MemoryIndex,
+    pub index: crate::index::MemoryIndex,
     /// When its alarm fires next (ms since the epoch).
     pub alarm_at: Option<u64>,
 }
@@ -406,6 +406,7 @@ impl TestServer {
             if let Some(bytes) = limit {
                 o.call.limit_rows(bytes);
                 o.task.limit_rows(bytes);
+                o.session.limit_rows(bytes);
             }
             o
         });

@@ -487,7 +487,7 @@ fn a_pause_reaches_another_isolate_within_the_refresh() {
     s.server.paused.set(Vec::new(), s.now_ms);
     let r = s.call_tool("deploy", json!({"service": "x"}), json!({}));
     assert_eq!(r.status, 200, "not yet known here");
-    s.now_ms += durable_mcp::admin::index::PAUSED_REFRESH_MS;
+    s.now_ms += durable_mcp::index::PAUSED_REFRESH_MS;
     let r = s.call_tool("deploy", json!({"service": "x"}), json!({}));
     assert_eq!(r.status, 503, "{}", r.json);
 }

@@ -338,6 +338,82 @@ fn a_task_whose_slice_cannot_be_stored_fails_once_and_its_alarm_stops() {
     assert!(message.contains("could not be stored"), "{message}");
 }
 
+#[test]
+fn a_sessions_call_whose_state_cannot_be_stored_fails_once_on_its_stream() {
+    let mut s = hoarding(400_000);
+    let r = s.post(
+        &[],
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "kept-test", "version": "1"}}}),
+    );
+    let sid = r.header("mcp-session-id").expect("a session").to_string();
+    let h = [
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    s.post(
+        &h,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    let r = s.post(
+        &h,
+        &json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+                "params": {"name": "hoard", "arguments": {"slot": 2}}}),
+    );
+    let asked = r
+        .events
+        .iter()
+        .find(|e| e["method"] == "elicitation/create")
+        .map(|e| e["id"].clone())
+        .expect("asked to start");
+    let answer = json!({"jsonrpc": "2.0", "id": asked,
+        "result": {"action": "accept", "content": {"go": true}}});
+    let r = s.post(&h, &answer);
+    assert!(r.status < 500, "{} {}", r.status, r.text);
+    assert_eq!(HOARDED[2].load(Ordering::SeqCst), 5, "each effect ran once");
+    // The call's response, on its stream: the error, once.
+    let stream = s.send(durable_mcp::http::HttpRequest {
+        method: "GET".into(),
+        path: "/mcp".into(),
+        headers: vec![
+            ("host".into(), "localhost:8787".into()),
+            ("accept".into(), "text/event-stream".into()),
+            ("mcp-session-id".into(), sid.clone()),
+            ("mcp-protocol-version".into(), "2025-11-25".into()),
+            ("last-event-id".into(), "c1:0".into()),
+        ],
+        body: Vec::new(),
+    });
+    let ended = stream
+        .events
+        .iter()
+        .find(|e| e["id"] == 9)
+        .unwrap_or_else(|| {
+            panic!(
+                "the call's response: {} {:?} {}",
+                stream.status, stream.events, stream.text
+            )
+        });
+    assert_eq!(ended["error"]["code"], -32603, "{ended}");
+    let m = ended["error"]["message"].as_str().unwrap_or_default();
+    assert!(m.contains("could not be stored"), "{m}");
+    // Its answer sent again, its stream read again: nothing runs again.
+    for _ in 0..3 {
+        s.post(&h, &answer);
+    }
+    s.now_ms += 10 * 60_000;
+    s.post(&h, &answer);
+    assert_eq!(HOARDED[2].load(Ordering::SeqCst), 5, "each effect ran once");
+    let errors = s
+        .logs
+        .iter()
+        .filter(|l| l.contains("\"level\":\"error\""))
+        .count();
+    assert_eq!(errors, 1, "one error line: {:?}", s.logs);
+}
+
 /// A stateless tool that asks the same question again and again: its
 /// answers travel in its `requestState`.
 async fn chatty(cx: &mut Cx, _: Value) -> Result<CallToolResult, ToolError> {

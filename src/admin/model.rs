@@ -8,68 +8,9 @@ use serde_json::Value;
 
 use crate::engine::{Asked, Mark};
 
-/// Where a call is kept: its wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A durable tool's call on a stateless wire (2026-07-28 MRTR, the
-    /// saga methods, the streamless sketch), kept in a call shard.
-    Durable,
-    /// A call on a 2025-11-25 session, kept in the session's object.
-    Session,
-    /// A task (the tasks extension), kept in its own object.
-    Task,
-}
-
-impl Kind {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Durable => "durable",
-            Self::Session => "session",
-            Self::Task => "task",
-        }
-    }
-}
-
+pub use crate::kept::summary::{CallSummary, Kind};
 /// Where a call is, as an operator reads it: the kept call's one status.
 pub use crate::kept::Status;
-
-/// One call in a listing.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CallSummary {
-    /// The admin id: `d.<call id>` (a durable call), `t.<h>` (a task),
-    /// `s.<h>.<stream>` (a session's call), where `<h>` is a digest of the
-    /// task's or session's id (those ids are bearer capabilities: an
-    /// operator's screen never shows them).
-    pub id: String,
-    /// Its wire.
-    pub kind: Kind,
-    /// The tool (or prompt, or resource) it runs.
-    pub tool: String,
-    /// Where it is.
-    pub status: Status,
-    /// Who started it (the principal's name; `""` on an open server).
-    pub principal: String,
-    /// When it started (ms since the epoch).
-    pub created_ms: u64,
-    /// When it last changed (ms since the epoch): a paused call's age runs
-    /// from here.
-    pub updated_ms: u64,
-    /// Rounds run so far.
-    pub round: u32,
-    /// What it waits on (the methods of its pending questions).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub waiting_on: Vec<String>,
-    /// A note: why it is parked, failed or cancelled; a task's status
-    /// message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// The code version that ran its last round.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub code: String,
-}
 
 /// One answer in a call's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,106 +1,13 @@
-//! What every kind of kept call shares as an operator reads it: its admin
-//! id, the parts of its [`CallSummary`] its journal holds, and its
-//! [`CallDetail`] (its history). Each keeper's record makes its own
-//! summary beside it (`StoredCall::summary`, `SessionCall::summary`,
-//! `TaskRecord::summary`), from these. Nothing here reads a clock or
-//! storage.
-
-use std::collections::BTreeSet;
+//! A kept call whole, as an operator reads it: its [`CallDetail`] (its
+//! history, values hidden unless the tool shows them). Its admin id and
+//! summary are the kept call's own (`crate::kept::summary`, re-exported
+//! here). Nothing here reads a clock or storage.
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
-use super::model::{AnswerView, CallDetail, CallSummary, EffectView, Kind, Status};
-use crate::engine::{hex, Journal, RoundEnd};
-
-/// The admin id prefix of each kind.
-pub const DURABLE_PREFIX: &str = "d.";
-/// See [`DURABLE_PREFIX`].
-pub const TASK_PREFIX: &str = "t.";
-/// See [`DURABLE_PREFIX`].
-pub const SESSION_PREFIX: &str = "s.";
-
-/// What an operator's screen shows in place of a task's or a session's
-/// id: those ids are bearer capabilities (whoever holds one reaches the
-/// task or the session). 16 hex digits of its SHA-256.
-pub fn handle_of(id: &str) -> String {
-    hex(&Sha256::digest(id.as_bytes())[..8])
-}
-
-/// A durable call's admin id.
-pub fn durable_id(call_id: &str) -> String {
-    format!("{DURABLE_PREFIX}{call_id}")
-}
-
-/// A task's admin id.
-pub fn task_id(task_id: &str) -> String {
-    format!("{TASK_PREFIX}{}", handle_of(task_id))
-}
-
-/// A session's admin id prefix (`s.<h>`).
-pub fn session_handle(session_id: &str) -> String {
-    format!("{SESSION_PREFIX}{}", handle_of(session_id))
-}
-
-/// The admin id of a session's call `which` (its call id).
-pub fn session_call_id(session_id: &str, which: &str) -> String {
-    format!("{}.{which}", session_handle(session_id))
-}
-
-/// How the last round of a kept call ended, per its trail.
-pub fn last_end(j: &Journal) -> Option<(RoundEnd, Option<String>)> {
-    let m = j.trail.as_ref()?.marks.last()?;
-    Some((m.end, m.why.clone()))
-}
-
-/// The methods a journal waits on, each once.
-fn waiting_on(j: &Journal) -> Vec<String> {
-    let set: BTreeSet<&str> = j.pending.values().map(|r| r.method.as_str()).collect();
-    set.into_iter().map(str::to_string).collect()
-}
-
-/// The parts every kind shares, from the journal.
-pub fn base(id: String, kind: Kind, tool: String, status: Status, j: &Journal) -> CallSummary {
-    let trail = j.trail.as_ref();
-    // Paused by an operator: parked until resumed, and why.
-    let (status, held) = match &j.held {
-        Some(why) if !status.is_final() => (Status::Parked, Some(why.clone())),
-        _ => (status, None),
-    };
-    let note = match status {
-        _ if held.is_some() => held,
-        Status::Parked | Status::Failed | Status::Cancelled => last_end(j).and_then(|(_, w)| w),
-        _ => None,
-    };
-    CallSummary {
-        id,
-        kind,
-        tool,
-        status,
-        principal: trail.map(|t| t.owner.clone()).unwrap_or_default(),
-        created_ms: trail.map_or(0, |t| t.started_ms),
-        updated_ms: j.last_marked_ms(),
-        round: j.round,
-        waiting_on: if status.is_final() {
-            Vec::new()
-        } else {
-            waiting_on(j)
-        },
-        note,
-        code: j.code.last().cloned().unwrap_or_default(),
-    }
-}
-
-/// A paused call's status: parked when its last round was, else waiting.
-pub fn paused(j: &Journal) -> Status {
-    if j.held.is_some() {
-        return Status::Parked;
-    }
-    match last_end(j) {
-        Some((RoundEnd::Parked, _)) => Status::Parked,
-        _ => Status::Waiting,
-    }
-}
+use super::model::{AnswerView, CallDetail, EffectView};
+use crate::engine::Journal;
+pub use crate::kept::summary::*;
 
 /// A call whole: `summary`, its arguments, its journal's history. The
 /// values of answers are hidden unless `shows(key)` (the tool's choice).
@@ -176,7 +83,8 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::engine::{InputRequest, Invocation};
+    use crate::engine::{InputRequest, Invocation, RoundEnd};
+    use crate::kept::Status;
     use crate::store::{CallStatus, StoredCall};
 
     fn paused_journal() -> Journal {

@@ -34,7 +34,7 @@ pub use object::{alarm, handle_in_object, hub_broadcast};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
 
-use crate::admin::index::IndexStore;
+use crate::index::IndexStore;
 use crate::server::task::TaskStore;
 use crate::session::SessionStore;
 use crate::store::CallStore;
@@ -49,6 +49,6 @@ pub struct Stores<'a> {
     pub session: &'a dyn SessionStore,
     /// A task's storage.
     pub task: &'a dyn TaskStore,
-    /// The hub's admin index (see [`crate::admin::index`]).
+    /// The hub's admin index (see [`crate::index`]).
     pub index: &'a dyn IndexStore,
 }

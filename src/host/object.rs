@@ -13,10 +13,10 @@ use super::route::{
     TASK_ID_HEADER,
 };
 use super::Stores;
-use crate::admin::index::{IndexChange, IndexEntry};
 use crate::effects::{Changes, Effect, Reply};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
+use crate::index::{IndexChange, IndexEntry};
 use crate::server::task::TaskHost;
 use crate::server::{error_response, Durable, Env, Place, Server};
 
@@ -88,7 +88,7 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
 /// A session opened or deleted by this reply, for the admin index (the
 /// hub lists a session's calls by asking it).
 fn index_session(reply: &mut Reply, session_id: &str, new: bool) {
-    let handle = crate::admin::summary::session_handle(session_id);
+    let handle = crate::kept::summary::session_handle(session_id);
     if reply.effects.contains(&Effect::DeleteStorage) {
         reply
             .effects
@@ -99,7 +99,7 @@ fn index_session(reply: &mut Reply, session_id: &str, new: bool) {
             .push(Effect::Indexed(IndexChange::Put(IndexEntry {
                 handle,
                 object: format!("session:{session_id}"),
-                kind: crate::admin::Kind::Session,
+                kind: crate::kept::Kind::Session,
                 summary: None,
             })));
     }
@@ -118,7 +118,7 @@ pub async fn alarm(
             task_id: task.task_id,
             store: stores.task,
         };
-        let handle = crate::admin::summary::task_id(&host.task_id);
+        let handle = crate::kept::summary::task_id(&host.task_id);
         let mut effects = crate::server::task::alarm(server, &host, now_ms).await?;
         if effects.contains(&Effect::DeleteStorage) {
             effects.push(Effect::Indexed(IndexChange::Remove(handle)));
@@ -129,7 +129,7 @@ pub async fn alarm(
         let effect = crate::session::on_alarm(server, stores.session, now_ms)?;
         let mut effects = vec![effect];
         if effects.contains(&Effect::DeleteStorage) {
-            let handle = crate::admin::summary::session_handle(&meta.id);
+            let handle = crate::kept::summary::session_handle(&meta.id);
             effects.push(Effect::Indexed(IndexChange::Remove(handle)));
         }
         return Ok(effects);

@@ -735,7 +735,7 @@ fn claim(
                 // A call that ended failed with no reply to give (its state
                 // could not be stored): why, again.
                 _ if status == kept::Status::Failed && s.last_reply.is_none() => {
-                    let why = crate::admin::summary::last_end(&s.journal)
+                    let why = crate::kept::summary::last_end(&s.journal)
                         .and_then(|(_, why)| why)
                         .unwrap_or_default();
                     Err(McpError::internal(format!("The call failed: {why}")))

@@ -19,6 +19,9 @@ pub struct Config {
     pub allowed_hosts: AllowList,
     /// Bodies over this many bytes get 413.
     pub max_body_bytes: usize,
+    /// The most a kept call may hold (its answers and effects' outputs):
+    /// past it, the call fails once (`MAX_CALL_BYTES`; 64 MiB by default).
+    pub max_call_bytes: u64,
     /// Keys for sealed state; empty refuses stateful calls.
     pub keys: KeyRing,
     /// How callers sign in (`API_TOKENS`, `OAUTH_ISSUER` …,
@@ -106,6 +109,7 @@ impl Default for Config {
             allowed_origins: AllowList::default(),
             allowed_hosts: AllowList::default(),
             max_body_bytes: 1 << 20,
+            max_call_bytes: crate::store::log::CALL_CAP_BYTES,
             keys: KeyRing::default(),
             sign_in: crate::auth::SignIn::Open,
             state_ttl_ms: 60 * 60 * 1000,
@@ -143,7 +147,7 @@ impl Config {
     ///
     /// - `SERVER_NAME`, `SERVER_VERSION`, `INSTRUCTIONS`
     /// - `ALLOWED_ORIGINS`, `ALLOWED_HOSTS`: comma-separated (see [`AllowList`])
-    /// - `MAX_BODY_BYTES`, `STATE_TTL_SECONDS`, `LIST_TTL_SECONDS`
+    /// - `MAX_BODY_BYTES`, `MAX_CALL_BYTES`, `STATE_TTL_SECONDS`, `LIST_TTL_SECONDS`
     /// - `STATE_KEYS` (secret): `kid:secret,…`, newest first
     /// - `API_TOKENS` (secret): `principal:token,…`; set, it makes bearer auth
     ///   required, and a malformed value is an error (the server refuses to
@@ -194,6 +198,17 @@ impl Config {
         };
         if let Some(n) = num("MAX_BODY_BYTES")? {
             c.max_body_bytes = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        if let Some(n) = num("MAX_CALL_BYTES")? {
+            // Above a small call (one row): smaller would refuse calls that
+            // were always kept.
+            if n <= crate::store::log::INLINE_BYTES {
+                return Err(format!(
+                    "MAX_CALL_BYTES must be more than {}",
+                    crate::store::log::INLINE_BYTES
+                ));
+            }
+            c.max_call_bytes = n;
         }
         if let Some(n) = num("STATE_TTL_SECONDS")? {
             c.state_ttl_ms = n.saturating_mul(1000);

@@ -77,7 +77,7 @@ pub struct Server {
     /// Tools, resources, prompts.
     pub registry: Registry,
     /// The tools an operator paused, as this isolate last read them.
-    pub paused: crate::admin::index::PausedTools,
+    pub paused: crate::index::PausedTools,
     /// Log lines the last requests wrote (a round's line and span), for
     /// the host to write out ([`Server::take_logs`]).
     logs: std::cell::RefCell<Vec<String>>,
@@ -157,6 +157,7 @@ pub(crate) fn is_call_id_shape(id: &str) -> bool {
 impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
+        crate::store::log::set_call_cap(config.max_call_bytes);
         Self {
             config,
             registry,

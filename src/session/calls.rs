@@ -14,6 +14,7 @@ use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Journal, Outside, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
+use crate::http::SseEvent;
 use crate::protocol::{notification, result_response, ClientRequest, Method, Request};
 use crate::server::{call_target, round, Env, Kept, Server, Site, Step, Target};
 
@@ -107,8 +108,7 @@ pub(super) async fn start(
     }
     ensure_stream(store, env, &mut call)?;
     let stream = call.stream.clone();
-    let events = log_all(store, &stream, &messages)?;
-    store.put_call(&call)?;
+    let events = store_round(server, store, env, meta, &mut call, &messages)?;
     Ok(stream_reply(
         server,
         &stream,
@@ -190,8 +190,7 @@ pub(super) async fn answer(
         return Ok(Vec::new());
     }
     let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
-    let events = log_all(store, &stream, &messages)?;
-    store.put_call(&call)?;
+    let events = store_round(server, store, env, meta, &mut call, &messages)?;
     let close = call.state.is_final() || server.config.sse_polling;
     Ok(vec![Push {
         stream,
@@ -258,14 +257,55 @@ pub(crate) async fn take_outside(
     if call.journal.pending.is_empty() || continue_after_checkpoints(&mut call) {
         messages.extend(run_claimed(server, store, env, &meta, &turn, &mut call).await?);
     }
-    let events = log_all(store, &stream, &messages)?;
-    store.put_call(&call)?;
+    let events = store_round(server, store, env, &meta, &mut call, &messages)?;
     let close = call.state.is_final() || server.config.sse_polling;
     Ok(Ok(vec![Push {
         stream,
         events,
         close,
     }]))
+}
+
+/// Stores `call` after a round and logs what the round said on its
+/// stream. A call whose state cannot be stored (a row too large for the
+/// platform, past `MAX_CALL_BYTES`, storage down) ends there, failed,
+/// once: its stream gets the error as the call's response, an error line
+/// is logged, and the call is kept without its journal, so that nothing
+/// runs its round — and its effects — again.
+pub(super) fn store_round(
+    server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
+    meta: &SessionMeta,
+    call: &mut SessionCall,
+    messages: &[Value],
+) -> Result<Vec<SseEvent>, McpError> {
+    let stream = call.stream.clone();
+    let Err(e) = store.put_call(call) else {
+        return log_all(store, &stream, messages);
+    };
+    let (why, failed) = crate::kept::unstored(&e);
+    let error = Some((failed.code(), format!("{:?}", failed.kind)));
+    mark(
+        server,
+        call,
+        meta,
+        env,
+        (RoundEnd::Failed, Some(&why), error),
+        "",
+    );
+    call.state = CallState::Failed;
+    call.journal = Journal {
+        round: call.journal.round,
+        trail: call.journal.trail.take(),
+        ..Journal::new()
+    };
+    store.put_call(call).map_err(|_| e)?;
+    log_all(
+        store,
+        &stream,
+        &[failed.to_response(Some(&call.request_id))],
+    )
 }
 
 /// Whether another request claimed this call's running round and may still

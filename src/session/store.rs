@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::admin::summary;
-use crate::admin::{CallSummary, Kind, Status};
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
+use crate::kept::summary;
+use crate::kept::{CallSummary, Kind, Status};
 
 /// The session itself.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -208,12 +208,20 @@ pub struct MemorySessionStore {
     events: RefCell<Vec<(u64, String, Value)>>,
     calls: RefCell<BTreeMap<String, SessionCall>>,
     writes: std::cell::Cell<u64>,
+    row_limit: std::cell::Cell<Option<usize>>,
 }
 
 impl MemorySessionStore {
     /// An empty store.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Refuses a call whose rows would be larger than `bytes` from now on,
+    /// as SQLite does (and, as the Worker's rows do, one past the cap a
+    /// kept call may hold).
+    pub fn limit_rows(&self, bytes: usize) {
+        self.row_limit.set(Some(bytes));
     }
 
     /// How many rows were written (what SQLite storage would bill).
@@ -265,6 +273,24 @@ impl SessionStore for MemorySessionStore {
     }
 
     fn put_call(&self, call: &SessionCall) -> Result<(), McpError> {
+        use crate::store::log::Record as _;
+        // The rows the Worker would write (its whole log, as if new): the
+        // cap and the row limit hold here as there.
+        let (row, rows, _) = call.rows(None)?;
+        let chunks = rows
+            .delta
+            .as_deref()
+            .map(crate::store::log::chunks)
+            .unwrap_or_default();
+        let limit = self.row_limit.get().unwrap_or(usize::MAX);
+        if let Some(size) = std::iter::once(row.len())
+            .chain(chunks.iter().map(|c| c.len()))
+            .find(|n| *n > limit)
+        {
+            return Err(McpError::internal(format!(
+                "session storage failed: string or blob too big: SQLITE_TOOBIG ({size} bytes)"
+            )));
+        }
         self.wrote();
         self.calls
             .borrow_mut()

@@ -1,8 +1,10 @@
 //! `GET` on the session wire: replay of a call's stream after
 //! `Last-Event-ID`, the standalone stream, and waiting for what comes next.
 
-use super::calls::{continue_after_checkpoints, parked, run_claimed, running_elsewhere};
-use super::events::{event_id, log_all, logged, parse_event_id, stream_reply};
+use super::calls::{
+    continue_after_checkpoints, parked, run_claimed, running_elsewhere, store_round,
+};
+use super::events::{event_id, logged, parse_event_id, stream_reply};
 use super::{SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
 use crate::error::{ErrorKind, McpError};
@@ -54,9 +56,10 @@ pub(super) async fn get(
         && (parked(&call) || continue_after_checkpoints(&mut call))
     {
         let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
-        log_all(store, &stream, &messages)?;
+        store_round(server, store, env, meta, &mut call, &messages)?;
+    } else {
+        store.put_call(&call)?;
     }
-    store.put_call(&call)?;
     let events: Vec<SseEvent> = store
         .events_after(&stream, lsn)?
         .iter()

@@ -39,6 +39,24 @@ pub const CHUNK_BYTES: usize = 1_000_000;
 /// call's journal is held in it parsed.
 pub const CALL_CAP_BYTES: u64 = 64 * 1024 * 1024;
 
+thread_local! {
+    /// The cap this isolate's server was configured with (`MAX_CALL_BYTES`,
+    /// [`CALL_CAP_BYTES`] by default). Kept here, where every keeper's
+    /// store writes through [`save`], rather than passed through each
+    /// store's API: an isolate serves one configuration.
+    static CAP: std::cell::Cell<u64> = const { std::cell::Cell::new(CALL_CAP_BYTES) };
+}
+
+/// Sets the cap a kept call may hold in this isolate (see [`CALL_CAP_BYTES`]).
+pub fn set_call_cap(bytes: u64) {
+    CAP.with(|c| c.set(bytes));
+}
+
+/// The cap a kept call may hold in this isolate.
+pub fn call_cap() -> u64 {
+    CAP.with(std::cell::Cell::get)
+}
+
 /// What a journal's log holds: how many deltas, how many bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Manifest {
@@ -276,7 +294,7 @@ pub const INLINE_BYTES: u64 = 32 * 1024;
 /// What storing `journal` writes over rows that hold `base` (the
 /// journal as they hold it, and their log; `None`: unknown, so the log
 /// starts over), and the log after. A call whose log would pass
-/// [`CALL_CAP_BYTES`] is refused.
+/// [`call_cap`] is refused.
 pub fn save(
     journal: &Journal,
     base: Option<(&Journal, &Manifest)>,
@@ -327,10 +345,11 @@ pub fn save(
         (next, delta)
     };
     let head = stripped.as_ref().unwrap_or(journal);
-    if next.bytes > CALL_CAP_BYTES {
+    let cap = call_cap();
+    if next.bytes > cap {
         return Err(McpError::internal(format!(
-            "The call has grown past the {CALL_CAP_BYTES} bytes a kept call may hold \
-             (its answers and effects' outputs): it cannot go on"
+            "The call has grown past the {cap} bytes a kept call may hold \
+             (its answers and effects' outputs; MAX_CALL_BYTES): it cannot go on"
         )));
     }
     let head = head_json(head, next.deltas, next.bytes)?;

@@ -10,10 +10,10 @@ pub mod warm;
 
 use serde::{Deserialize, Serialize};
 
-use crate::admin::summary;
-use crate::admin::{CallSummary, Kind, Status};
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
+use crate::kept::summary;
+use crate::kept::{CallSummary, Kind, Status};
 
 /// How far a durable call has got.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -6,8 +6,8 @@
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
-use crate::admin::index::{IndexChange, IndexEntry, IndexStore};
 use crate::error::McpError;
+use crate::index::{IndexChange, IndexEntry, IndexStore};
 
 /// An [`IndexStore`] over the object's SQLite database.
 pub(crate) struct SqliteIndex {

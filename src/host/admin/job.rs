@@ -13,12 +13,12 @@ use serde_json::{json, Value};
 use super::object::{self, Ask, Body, Entries};
 use super::pages::{self, Page};
 use super::request::{filter_of, query, Op};
-use crate::admin::index::IndexEntry;
 use crate::admin::summary::{DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
 use crate::admin::{CallDetail, CallSummary, Counts, Done, Filter, Kind, Listing, Status};
 use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
+use crate::index::IndexEntry;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
 

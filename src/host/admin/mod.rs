@@ -148,7 +148,7 @@ fn admitted(
 }
 
 /// When this isolate's copy of the paused tools is due for a read (every
-/// [`PAUSED_REFRESH_MS`](crate::admin::index::PAUSED_REFRESH_MS), on a
+/// [`PAUSED_REFRESH_MS`](crate::index::PAUSED_REFRESH_MS), on a
 /// server where operators exist): the request to send the hub. The
 /// request in hand does not wait for it; [`refreshed`] takes the answer.
 pub fn refresh(server: &Server, now_ms: u64) -> Option<(String, HttpRequest)> {

@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 
 use super::super::Stores;
 use super::each::{each, Keeper};
-use crate::admin::index::IndexEntry;
 use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
 use crate::admin::{CallDetail, CallSummary};
 use crate::effects::{Effect, Reply};
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
+use crate::index::IndexEntry;
 use crate::kept::{self, Event, Transition};
 use crate::replay::PausedCall;
 use crate::server::task::TaskHost;
@@ -445,7 +445,7 @@ fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
                     // rebuilds a task: its object goes whole.
                     Transition::Tombstone => {
                         effects.push(Effect::DeleteStorage);
-                        effects.push(Effect::Indexed(crate::admin::index::IndexChange::Remove(
+                        effects.push(Effect::Indexed(crate::index::IndexChange::Remove(
                             id.to_string(),
                         )));
                         Ok(())

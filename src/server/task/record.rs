@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::admin::summary;
-use crate::admin::{CallSummary, Kind, Status};
 use crate::engine::{ClientCaps, Journal};
 use crate::error::McpError;
+use crate::kept::summary;
+use crate::kept::{CallSummary, Kind, Status};
 use crate::store::log::Record as _;
 
 /// A task's status (SEP-2663).

@@ -277,7 +277,7 @@ pub(super) fn mark(
     // A task's id is a bearer capability (whoever holds it reads, answers
     // and cancels the task): its lines and spans name it by the digest the
     // admin answers show.
-    let handle = crate::admin::summary::task_id(&task.task_id);
+    let handle = crate::kept::summary::task_id(&task.task_id);
     let ended = round::Ended {
         call_id: &handle,
         tool: &task.tool,

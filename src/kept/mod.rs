@@ -45,6 +45,10 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod summary;
+
+pub use summary::{CallSummary, Kind};
+
 pub use crate::engine::RoundEnd;
 
 /// Where a kept call is.
@@ -269,7 +273,7 @@ mod tests {
 
     #[test]
     fn the_state_table_in_the_doc_is_what_the_machine_does() {
-        let source = include_str!("kept.rs");
+        let source = include_str!("mod.rs");
         let rows: Vec<Vec<String>> = source
             .lines()
             .filter_map(|l| l.strip_prefix("//! | "))

@@ -1,4 +1,5 @@
-//! The index an operator's listing starts from. Durable calls need none:
+//! The hub's index: what an operator's listing starts from, and the tools
+//! an operator paused (every isolate reads them now and then). Durable calls need none:
 //! they live in a fixed set of call shards, each listed whole. Tasks and
 //! sessions each live in an object of their own, so the hub (the first
 //! listen shard, which already hears of every task change) keeps an entry
@@ -15,8 +16,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::model::{CallSummary, Kind};
 use crate::error::McpError;
+use crate::kept::{CallSummary, Kind};
 
 /// One task or live session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,3 @@
+// cap.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './cap.test.mjs';
