@@ -264,10 +264,19 @@ fn object_for(
     }
     let durable = |name: &str| server.registry.find_tool(name).is_some_and(|t| t.durable);
     let state = match (method, &msg.params) {
-        (Method::ToolsCall, ClientRequest::Call(p)) if tool?.durable => match &p.request_state {
-            Some(State::Token(s)) => Some(s.as_str()),
-            _ => msg.raw.get("requestState").and_then(Value::as_str),
-        },
+        (Method::ToolsCall, ClientRequest::Call(p)) if tool.is_none_or(|t| t.durable) => {
+            let state = match &p.request_state {
+                Some(State::Token(s)) => Some(s.as_str()),
+                _ => msg.raw.get("requestState").and_then(Value::as_str),
+            };
+            // A paused call of a tool this deploy does not serve goes to
+            // the object its token names, if durable (its row says what it
+            // is); a new call of an unknown tool is answered here.
+            if tool.is_none() && state.is_none() {
+                return None;
+            }
+            state
+        }
         (Method::ToolsCallSaga, ClientRequest::Call(p)) if durable(&p.name) => None,
         (Method::ToolsResumeSaga, ClientRequest::ResumeSaga(p)) => {
             let token = p.saga_token.as_str();

@@ -273,13 +273,24 @@ impl<'a> Call<'a> {
                 c.journal.clone().ok_or_else(|| refused("malformed"))?,
                 None,
             )),
-            (c, Some(d)) => claim(
-                d,
-                c.as_ref(),
-                &self.answers_digest,
-                ctx.env.now_ms,
-                server.config.claim_timeout_ms,
-            ),
+            (c, Some(d)) => {
+                let mut claimed = claim(
+                    d,
+                    c.as_ref(),
+                    &self.answers_digest,
+                    ctx.env.now_ms,
+                    server.config.claim_timeout_ms,
+                )?;
+                // A call rebuilt from its token is listed with what it
+                // runs from its claim on (a round that dies leaves it so).
+                if let Claimed::Run(_, Some(ClaimRow::Whole(row))) = &mut claimed {
+                    row.journal.invocation.get_or_insert_with(|| Invocation {
+                        tool: self.target_name.clone(),
+                        arguments: self.args.clone(),
+                    });
+                }
+                Ok(claimed)
+            }
         }
     }
 
@@ -622,7 +633,7 @@ async fn run_claiming(
 /// left out: it is not part of what the client answered (an SDK may
 /// decorate a retry differently from the first try), and an exact retry
 /// must still be known as one.
-fn digest_answers(answers: &Answers) -> String {
+pub(super) fn digest_answers(answers: &Answers) -> String {
     let bare = |v: &Value| match v {
         Value::Object(m) if m.contains_key("_meta") => {
             let mut m = m.clone();
@@ -656,7 +667,7 @@ fn stored_reply(round: u32, answers: &str, reply: &Round) -> Result<StoredReply,
 
 /// What a durable retry may do.
 #[allow(clippy::large_enum_variant)] // short-lived; see RoundOutcome
-enum Claimed {
+pub(super) enum Claimed {
     /// Run the round from this journal; write the claim (if any) before the
     /// round first waits.
     Run(Journal, Option<ClaimRow>),
@@ -665,7 +676,7 @@ enum Claimed {
 }
 
 /// The claim a round writes before it first waits.
-enum ClaimRow {
+pub(super) enum ClaimRow {
     /// The stored row's status and times (its journal stays as it is).
     Status(u64),
     /// A call rebuilt from its token: the whole row, new.
@@ -678,7 +689,7 @@ enum ClaimRow {
 /// effects run once.
 /// A retry of an answered round with the same answers gets the stored reply;
 /// with other answers it is refused.
-fn claim(
+pub(super) fn claim(
     d: &Durable<'_>,
     claims: Option<&Claims>,
     answers: &str,

@@ -25,6 +25,7 @@
 
 mod call;
 mod config;
+mod gone;
 mod methods;
 mod modern;
 mod mrtr;

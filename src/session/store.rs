@@ -160,6 +160,10 @@ impl SessionCall {
         let j = &self.journal;
         let parked_last = summary::last_end(j).is_some_and(|(e, _)| e == RoundEnd::Parked);
         let status = match self.state {
+            // A round claimed it (running, or died with its isolate: the
+            // next request takes it over): working, as a durable call's
+            // claimed row is.
+            s if self.claimed_at_ms != 0 && !s.is_final() => Status::Working,
             CallState::Initializing | CallState::Running if parked_last => Status::Parked,
             CallState::Initializing | CallState::Running => Status::Working,
             CallState::AwaitingElicit | CallState::AwaitingSample | CallState::AwaitingRoots => {

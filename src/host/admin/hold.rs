@@ -12,11 +12,13 @@ use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::McpError;
 use crate::kept::{self, Event, Status, Transition};
-use crate::server::Env;
+use crate::server::task::TaskHost;
+use crate::server::{Env, Server};
 use crate::store::CallStatus;
 
 /// Pauses (`hold`) or resumes the calls named, for `operator`.
 pub(super) fn hold(
+    server: &Server,
     stores: &Stores<'_>,
     env: &Env,
     (ids, operator): (&[String], &str),
@@ -40,7 +42,7 @@ pub(super) fn hold(
     each(ids, |id, keeper, effects| match keeper {
         Keeper::Durable(call_id) => durable(stores, call_id, &change),
         Keeper::Session => session(stores, id, &change),
-        Keeper::Task => task(stores, id, &change, effects),
+        Keeper::Task => task(server, stores, id, &change, effects),
     })
 }
 
@@ -115,6 +117,7 @@ fn session(
 }
 
 fn task(
+    server: &Server,
     stores: &Stores<'_>,
     id: &str,
     change: &Change,
@@ -131,9 +134,14 @@ fn task(
     if let Err(why) = change.apply(status, &mut t.journal) {
         return Ok(Err(why));
     }
-    t.version += 1;
     t.updated_ms = change.now_ms;
-    stores.task.save(&t)?;
+    let host = TaskHost {
+        task_id: t.task_id.clone(),
+        store: stores.task,
+    };
+    // Stored as every change of a task is: the hub's index (what a
+    // listing reads of tasks) hears of it.
+    effects.extend(crate::server::task::store(server, &host, t, change.now_ms)?);
     // Resumed: its alarm runs it now (a parked task otherwise waits for
     // its next retry).
     if change.held.is_none() {

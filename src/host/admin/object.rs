@@ -155,8 +155,8 @@ fn answer(
             Ok(ok(&show(server, stores, id)?))
         }
         Ask::Cancel => cancel(server, stores, env, body),
-        Ask::Hold => super::hold::hold(stores, env, (&body.ids, &body.operator), true),
-        Ask::Release => super::hold::hold(stores, env, (&body.ids, &body.operator), false),
+        Ask::Hold => super::hold::hold(server, stores, env, (&body.ids, &body.operator), true),
+        Ask::Release => super::hold::hold(server, stores, env, (&body.ids, &body.operator), false),
         // Served before, asynchronously: a session's call runs its round.
         Ask::Answer | Ask::Rewind => Err(McpError::internal("served elsewhere")),
         Ask::Export => {

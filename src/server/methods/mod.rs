@@ -46,7 +46,15 @@ pub(super) async fn dispatch(
     }
     let reply = match method {
         m if m.is_call() => {
-            let (target, args) = call_target(server, m, p, tool)?;
+            let (target, args) = match call_target(server, m, p, tool) {
+                Ok(found) => found,
+                // A durable call whose tool this deploy does not serve: its
+                // row, in this object, says what it is.
+                Err(e) if e.kind == ErrorKind::CodeChanged && ctx.durable.is_some() => {
+                    return super::gone::durable_gone(server, request, ctx, e);
+                }
+                Err(e) => return Err(e),
+            };
             if let Target::Tool(tool) = target {
                 if tool.task.is_some() {
                     return super::task::call(server, tool, args, request, meta, ctx).await;

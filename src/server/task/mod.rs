@@ -26,7 +26,7 @@ mod start;
 pub(crate) use methods::{cancel_task, handle as handle_method};
 pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
 pub use slice::alarm;
-pub(crate) use slice::take_outside;
+pub(crate) use slice::{store, take_outside};
 pub(crate) use start::call;
 
 use serde_json::{json, Map, Value};

@@ -143,8 +143,9 @@ pub(crate) fn take_outside(
     store(server, host, task, now_ms).map(Ok)
 }
 
-/// Writes the task and says when its alarm fires next.
-pub(super) fn store(
+/// Writes the task and says when its alarm fires next (and the hub's
+/// index, what it now is).
+pub(crate) fn store(
     server: &Server,
     host: &TaskHost<'_>,
     mut task: TaskRecord,
@@ -208,6 +209,16 @@ pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, no
     let (end, why) = round::end_of(&step);
     let error = round::error_of(&step);
     let parked = matches!(step, Step::Parked(_));
+    // A round that ran through is no longer stuck: a "Stuck: …" left from
+    // an earlier round (the code fixed, rolled back) goes.
+    if !parked
+        && task
+            .status_message
+            .as_deref()
+            .is_some_and(|m| m.starts_with("Stuck"))
+    {
+        task.status_message = None;
+    }
     match step {
         // A tool error is a result (`isError`), not a failed task.
         Step::Done(result) => {

@@ -1,0 +1,96 @@
+//! A durable call's round on a deploy that does not serve its tool. The
+//! call is still kept in its shard, and its row says what it is: a
+//! finished call answers its end (an exact retry its result, a cancelled
+//! one `-32800`), and a live one is parked — the machine's `Stop`, as a
+//! session's call and a task are — so an operator lists it `parked`, and
+//! the client is told `-32050` (kept as it was; a rollback continues it).
+
+use serde_json::Value;
+
+use super::call::{claim, digest_answers, input_responses, ClaimRow, Claimed};
+use super::request::MethodReply;
+use super::round::{self, Ended};
+use super::{Ctx, Server};
+use crate::engine::{digest_json, Invocation, RoundEnd};
+use crate::error::McpError;
+use crate::kept::{self, Event, Transition};
+use crate::protocol::{ClientRequest, Request};
+use crate::store::CallStatus;
+use crate::token::{self, Binding};
+
+/// What a retry of a durable call gets when its tool `gone` is not served.
+pub(crate) fn durable_gone(
+    server: &Server,
+    request: &Request,
+    ctx: &Ctx<'_>,
+    gone: McpError,
+) -> Result<MethodReply, McpError> {
+    let (Some(d), ClientRequest::Call(p)) = (ctx.durable, &request.params) else {
+        return Err(gone);
+    };
+    let Some(state) = super::call::state_param(p.request_state.as_ref())? else {
+        return Err(gone);
+    };
+    let args = Value::Object(p.arguments.clone().unwrap_or_default());
+    let binding = Binding {
+        method: &request.method,
+        target: &p.name,
+        args: &digest_json(&args),
+        sub: &ctx.principal.0,
+    };
+    let claims = token::open(&server.config.keys, state, ctx.env.now_ms, binding)?;
+    let answers = digest_answers(&input_responses(p.input_responses.as_ref()));
+    let now = ctx.env.now_ms;
+    let claimed = claim(
+        d,
+        Some(&claims),
+        &answers,
+        now,
+        server.config.claim_timeout_ms,
+    )?;
+    let row = match claimed {
+        Claimed::Replay(round) => return Ok(super::mrtr::shape(round)),
+        Claimed::Run(_, Some(ClaimRow::Whole(row))) => Some(*row),
+        Claimed::Run(..) => d.store.load(&d.call_id)?,
+    };
+    let Some(mut row) = row else {
+        return Err(gone);
+    };
+    // Live (a dead claim released, a lost row written again): parked.
+    row.status = CallStatus::AwaitingInput;
+    row.claimed_at_ms = 0;
+    row.updated_ms = now;
+    let inv = row.journal.invocation.get_or_insert_with(|| Invocation {
+        tool: p.name.clone(),
+        arguments: args.clone(),
+    });
+    let tool = inv.tool.clone();
+    let parked = kept::summary::last_end(&row.journal)
+        .is_some_and(|(end, why)| end == RoundEnd::Parked && why.as_deref() == Some(&gone.message));
+    if matches!(
+        kept::transition(row.kept_status(), Event::Stop),
+        Transition::To(_)
+    ) && !parked
+    {
+        let ended = Ended {
+            call_id: &d.call_id,
+            tool: &tool,
+            wire: "mrtr",
+            principal: &ctx.principal.0,
+            now_ms: now,
+            round: 0,
+            traceparent: None,
+            error: Some((gone.code(), format!("{:?}", gone.kind))),
+        };
+        let why = gone.message.clone();
+        round::record(
+            server,
+            Some(&mut row.journal),
+            RoundEnd::Parked,
+            Some(&why),
+            &ended,
+        );
+    }
+    d.store.save(&d.call_id, &row)?;
+    Err(gone)
+}
