@@ -333,123 +333,64 @@ impl<'a> Call<'a> {
         input: &RoundInput<'_>,
         ctx: &Ctx<'_>,
         step: Step,
-        (notifications, status): (Vec<Value>, Option<String>),
+        said: (Vec<Value>, Option<String>),
         (before, claimed): (&Option<(&Durable<'_>, Journal)>, bool),
     ) -> Result<Round, McpError> {
-        let now = ctx.env.now_ms;
         let (end, why) = round::end_of(&step);
-        // A round that awaited (its claim written) may have let another
-        // request in: an operator's cancel, or a retry that took over a
-        // claim it thought dead and finished. What got there first stays.
-        if let (Some((d, _)), true) = (before, claimed) {
-            if let Some(status) = d.store.status(&d.call_id)? {
-                match kept::may_store(status.kept(), end) {
-                    Ok(_) => {}
-                    Err(kept::Refused::Cancelled) => return Err(cancelled_by_operator()),
-                    Err(_) => return Err(refused("already used (this round was answered before)")),
-                }
-            }
+        if claimed {
+            still_ours(before, end)?;
         }
         let sid = self.sid(ctx);
-        let ended = round::Ended {
-            call_id: &sid,
+        let ended = self.ended(&sid, input, ctx, &step);
+        let ending = Ending {
+            call: self,
+            server,
+            input,
+            ended: &ended,
+            end,
+            why: why.as_deref(),
+        };
+        match step {
+            Step::Paused { requests, journal } => {
+                self.pause(server, input, ctx, requests, journal, said, &ended)
+            }
+            Step::Done(v) => ending.done(v, said, before),
+            Step::Refused(m) => {
+                ending.store(before.as_ref(), true, CallStatus::Completed, None)?;
+                Err(McpError::invalid_params(m))
+            }
+            // Release the claim so a corrected retry (or, parked, the same
+            // retry after a rollback) can run the round. Only a claim that
+            // was written has to be released; a parked call's row is
+            // written anyway, so that its trail says it is parked (an
+            // operator lists it so).
+            Step::Failed(e) | Step::Parked(e) => {
+                let parked = end == RoundEnd::Parked;
+                let row = before.as_ref().filter(|_| claimed || parked);
+                ending.store(row, false, CallStatus::AwaitingInput, None)?;
+                Err(e)
+            }
+        }
+    }
+
+    /// The round as its log line and its trail mark name it.
+    fn ended<'s>(
+        &'s self,
+        sid: &'s str,
+        input: &'s RoundInput<'_>,
+        ctx: &'s Ctx<'_>,
+        step: &Step,
+    ) -> round::Ended<'s> {
+        round::Ended {
+            call_id: sid,
             tool: &self.target_name,
             wire: input.wire,
             principal: &ctx.caller.principal,
-            now_ms: now,
+            now_ms: ctx.env.now_ms,
             round: self.claims.as_ref().map_or(0, |c| c.round) + 1,
             traceparent: input.traceparent.as_deref(),
-            error: round::error_of(&step),
-        };
-        // What a kept call's row holds after this round: the journal as
-        // the round found it, its trail marked.
-        let marked = |journal: &Journal, answers: bool| {
-            let mut j = journal.clone();
-            // What the call runs, kept with it (a call rebuilt from its
-            // token after storage was lost has none yet).
-            j.invocation.get_or_insert_with(|| Invocation {
-                tool: self.target_name.clone(),
-                arguments: input.args.clone(),
-            });
-            if answers {
-                j.accept_answers(input.answers.clone());
-            }
-            round::record(server, Some(&mut j), end, why.as_deref(), &ended);
-            j
-        };
-        // A round kept nowhere is logged when it belongs to a call that
-        // paused (a later round, carrying state); a call that answers in
-        // one round is a plain request, logged by the platform.
-        let logged = || {
-            if self.claims.is_some() {
-                round::record(server, None, end, why.as_deref(), &ended);
-            }
-        };
-        let outcome = match step {
-            Step::Done(v) => RoundOutcome::Complete(v),
-            Step::Refused(m) => {
-                match before {
-                    Some((d, before)) => finish(
-                        (server, &ended),
-                        d,
-                        &marked(before, true),
-                        CallStatus::Completed,
-                        None,
-                    )?,
-                    None => logged(),
-                }
-                return Err(McpError::invalid_params(m));
-            }
-            Step::Paused { requests, journal } => {
-                return self.pause(
-                    server,
-                    input,
-                    ctx,
-                    requests,
-                    journal,
-                    (notifications, status),
-                    &ended,
-                )
-            }
-            // Release the claim so a corrected retry (or, parked, the same
-            // retry after a rollback) can run the round.
-            Step::Failed(e) | Step::Parked(e) => {
-                // Only a claim that was written has to be released; a
-                // parked call's row is written anyway, so that its trail
-                // says it is parked (an operator lists it so).
-                let parked = end == RoundEnd::Parked;
-                match before.as_ref().filter(|_| claimed || parked) {
-                    Some((d, before)) => finish(
-                        (server, &ended),
-                        d,
-                        &marked(before, false),
-                        CallStatus::AwaitingInput,
-                        None,
-                    )?,
-                    None => logged(),
-                }
-                return Err(e);
-            }
-        };
-        let round = Round {
-            outcome,
-            notifications,
-            status,
-        };
-        match before {
-            Some((d, before)) => {
-                let reply = stored_reply(before.round, &self.answers_digest, &round)?;
-                finish(
-                    (server, &ended),
-                    d,
-                    &marked(before, true),
-                    CallStatus::Completed,
-                    Some(reply),
-                )?;
-            }
-            None => logged(),
+            error: round::error_of(step),
         }
-        Ok(round)
     }
 
     /// A paused round: its state sealed for the client, and in durable
@@ -467,64 +408,8 @@ impl<'a> Call<'a> {
     ) -> Result<Round, McpError> {
         let round_before = journal.round;
         journal.round = round_before + 1;
-        let round = journal.round;
-        // The server keeps a durable call's journal, and a call that may
-        // become a task keeps its own; otherwise the token's copy is the
-        // only one, and the journal goes into it.
-        let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
-        // The cap holds for what the token would carry. A durable call
-        // with more answers and outputs than a token could hold is not
-        // copied, compacted and measured on every round (that grew with
-        // the call's length).
-        let in_token = self.durable.is_none()
-            || journal.answers.len() + journal.once.len() <= TOKEN_JOURNAL_CAP / 100;
-        let compact = match (keep, in_token) {
-            (_, false) => Journal::new(),
-            (true, true) => journal.clone().compacted(),
-            (false, true) => std::mem::take(&mut journal).compacted(),
-        };
-        let in_token = in_token
-            && (self.durable.is_none()
-                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP);
-        let now = ctx.env.now_ms;
-        let state = token::seal(
-            &server.config.keys,
-            Claims {
-                kid: String::new(),
-                method: input.method.to_string(),
-                target: self.target_name.clone(),
-                args: self.args_digest(),
-                sub: ctx.principal.0.clone(),
-                iat: now,
-                exp: now.saturating_add(server.config.state_ttl_ms),
-                sid: self.sid(ctx),
-                round,
-                arguments: input.args_in_token.then(|| input.args.clone()),
-                durable: self.durable.is_some(),
-                journal: in_token.then_some(compact),
-            },
-        )?;
-        // A state the client could not send back (with its answers) inside
-        // the body limit would end the call at its next round, every retry
-        // refused: it ends here instead, saying why and what to do.
-        let most = state_limit(server);
-        if self.durable.is_none() && state.len() > most {
-            let e = McpError::internal(format!(
-                "The call's state has grown to {} bytes, over the {most} a client can send \
-                 back within the server's body limit ({} bytes): the tool keeps too much in \
-                 its stateless calls (its answers and effects' outputs travel in the state); \
-                 make it durable (Tool::durable) so the server keeps the call",
-                state.len(),
-                server.config.max_body_bytes
-            ));
-            let ended = round::Ended {
-                error: Some((e.code(), format!("{:?}", e.kind))),
-                traceparent: ended.traceparent,
-                ..*ended
-            };
-            round::record(server, None, RoundEnd::Failed, Some(&e.message), &ended);
-            return Err(e);
-        }
+        let state = self.seal(server, input, ctx, &mut journal)?;
+        self.fits_a_request(server, &state, ended)?;
         let outcome = RoundOutcome::InputRequired {
             requests,
             state,
@@ -541,18 +426,110 @@ impl<'a> Call<'a> {
                 status,
             });
         };
-        // What the call runs, kept with it (not in the token): what a
-        // replay check against new code, and an operator, read.
-        journal.invocation.get_or_insert_with(|| Invocation {
-            tool: self.target_name.clone(),
-            arguments: input.args.clone(),
-        });
         let reply = Round {
             outcome,
             notifications,
             status: None,
         };
         let stored = stored_reply(round_before, &self.answers_digest, &reply)?;
+        self.store_pause(server, input, d, journal, stored, ended)?;
+        Ok(reply)
+    }
+
+    /// The state the client gets for its next round: the token, holding
+    /// the journal where no one else keeps it (taken from `journal` then).
+    fn seal(
+        &self,
+        server: &Server,
+        input: &RoundInput<'_>,
+        ctx: &Ctx<'_>,
+        journal: &mut Journal,
+    ) -> Result<String, McpError> {
+        // The server keeps a durable call's journal, and a call that may
+        // become a task keeps its own; otherwise the token's copy is the
+        // only one, and the journal goes into it.
+        let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
+        let round = journal.round;
+        // The cap holds for what the token would carry. A durable call
+        // with more answers and outputs than a token could hold is not
+        // copied, compacted and measured on every round (that grew with
+        // the call's length).
+        let in_token = self.durable.is_none()
+            || journal.answers.len() + journal.once.len() <= TOKEN_JOURNAL_CAP / 100;
+        let compact = match (keep, in_token) {
+            (_, false) => Journal::new(),
+            (true, true) => journal.clone().compacted(),
+            (false, true) => std::mem::take(journal).compacted(),
+        };
+        let in_token = in_token
+            && (self.durable.is_none()
+                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP);
+        let now = ctx.env.now_ms;
+        token::seal(
+            &server.config.keys,
+            Claims {
+                kid: String::new(),
+                method: input.method.to_string(),
+                target: self.target_name.clone(),
+                args: self.args_digest(),
+                sub: ctx.principal.0.clone(),
+                iat: now,
+                exp: now.saturating_add(server.config.state_ttl_ms),
+                sid: self.sid(ctx),
+                round,
+                arguments: input.args_in_token.then(|| input.args.clone()),
+                durable: self.durable.is_some(),
+                journal: in_token.then_some(compact),
+            },
+        )
+    }
+
+    /// A state the client could not send back (with its answers) inside
+    /// the body limit would end the call at its next round, every retry
+    /// refused: it ends here instead, saying why and what to do.
+    fn fits_a_request(
+        &self,
+        server: &Server,
+        state: &str,
+        ended: &round::Ended<'_>,
+    ) -> Result<(), McpError> {
+        let most = state_limit(server);
+        if self.durable.is_some() || state.len() <= most {
+            return Ok(());
+        }
+        let e = McpError::internal(format!(
+            "The call's state has grown to {} bytes, over the {most} a client can send \
+             back within the server's body limit ({} bytes): the tool keeps too much in \
+             its stateless calls (its answers and effects' outputs travel in the state); \
+             make it durable (Tool::durable) so the server keeps the call",
+            state.len(),
+            server.config.max_body_bytes
+        ));
+        let ended = round::Ended {
+            error: Some((e.code(), format!("{:?}", e.kind))),
+            traceparent: ended.traceparent,
+            ..*ended
+        };
+        round::record(server, None, RoundEnd::Failed, Some(&e.message), &ended);
+        Err(e)
+    }
+
+    /// A durable call's pause, stored with the reply to this round.
+    fn store_pause(
+        &self,
+        server: &Server,
+        input: &RoundInput<'_>,
+        d: &Durable<'_>,
+        mut journal: Journal,
+        stored: StoredReply,
+        ended: &round::Ended<'_>,
+    ) -> Result<(), McpError> {
+        // What the call runs, kept with it (not in the token): what a
+        // replay check against new code, and an operator, read.
+        journal.invocation.get_or_insert_with(|| Invocation {
+            tool: self.target_name.clone(),
+            arguments: input.args.clone(),
+        });
         round::record(server, Some(&mut journal), RoundEnd::Paused, None, ended);
         let row = StoredCall {
             version: journal.round,
@@ -560,12 +537,93 @@ impl<'a> Call<'a> {
             claimed_at_ms: 0,
             journal,
             last_reply: Some(stored),
-            updated_ms: now,
+            updated_ms: ended.now_ms,
         };
         save_or_fail(server, d, &row, ended)?;
         // Stored for the first time: its object arms the idle alarm.
         d.created.set(self.claims.is_none() || d.created.get());
-        Ok(reply)
+        Ok(())
+    }
+}
+
+/// A round that did not pause, as it is kept.
+struct Ending<'r> {
+    call: &'r Call<'r>,
+    server: &'r Server,
+    input: &'r RoundInput<'r>,
+    ended: &'r round::Ended<'r>,
+    end: RoundEnd,
+    why: Option<&'r str>,
+}
+
+impl Ending<'_> {
+    /// A result: the completed call stored with its reply (durable).
+    fn done(
+        &self,
+        v: Value,
+        (notifications, status): (Vec<Value>, Option<String>),
+        before: &Option<(&Durable<'_>, Journal)>,
+    ) -> Result<Round, McpError> {
+        let round = Round {
+            outcome: RoundOutcome::Complete(v),
+            notifications,
+            status,
+        };
+        let reply = match before {
+            Some((_, b)) => Some(stored_reply(b.round, &self.call.answers_digest, &round)?),
+            None => None,
+        };
+        self.store(before.as_ref(), true, CallStatus::Completed, reply)?;
+        Ok(round)
+    }
+
+    /// Stores the call as `status` in its row (with this round's answers
+    /// when `answers`), its trail marked; a round kept nowhere is logged.
+    fn store(
+        &self,
+        row: Option<&(&Durable<'_>, Journal)>,
+        answers: bool,
+        status: CallStatus,
+        reply: Option<StoredReply>,
+    ) -> Result<(), McpError> {
+        let Some((d, before)) = row else {
+            // Logged when it belongs to a call that paused (a later round,
+            // carrying state); a call that answers in one round is a plain
+            // request, logged by the platform.
+            if self.call.claims.is_some() {
+                round::record(self.server, None, self.end, self.why, self.ended);
+            }
+            return Ok(());
+        };
+        let mut j = before.clone();
+        // What the call runs, kept with it (a call rebuilt from its token
+        // after storage was lost has none yet).
+        j.invocation.get_or_insert_with(|| Invocation {
+            tool: self.call.target_name.clone(),
+            arguments: self.input.args.clone(),
+        });
+        if answers {
+            j.accept_answers(self.input.answers.clone());
+        }
+        round::record(self.server, Some(&mut j), self.end, self.why, self.ended);
+        finish((self.server, self.ended), d, &j, status, reply)
+    }
+}
+
+/// A round that awaited (its claim written) may have let another request
+/// in: an operator's cancel, or a retry that took over a claim it thought
+/// dead and finished. What got there first stays.
+fn still_ours(before: &Option<(&Durable<'_>, Journal)>, end: RoundEnd) -> Result<(), McpError> {
+    let Some((d, _)) = before else {
+        return Ok(());
+    };
+    let Some(status) = d.store.status(&d.call_id)? else {
+        return Ok(());
+    };
+    match kept::may_store(status.kept(), end) {
+        Ok(_) => Ok(()),
+        Err(kept::Refused::Cancelled) => Err(cancelled_by_operator()),
+        Err(_) => Err(refused("already used (this round was answered before)")),
     }
 }
 
@@ -708,69 +766,89 @@ pub(super) fn claim(
     if c.sid != d.call_id {
         return Err(refused("issued for another call"));
     }
-    let journal = match d.store.load(&d.call_id)? {
+    match d.store.load(&d.call_id)? {
         // Storage lost (evicted by TTL, another deployment): rebuild from the token.
-        None => {
-            d.created.set(true);
-            let mut j = c
-                .journal
-                .clone()
-                .ok_or_else(|| refused("the call's stored state is gone"))?;
-            j.round = c.round;
-            let row = StoredCall {
-                version: j.round,
-                status: CallStatus::Running,
-                claimed_at_ms: now_ms,
-                journal: j.clone(),
-                last_reply: None,
-                updated_ms: now_ms,
-            };
-            return Ok(Claimed::Run(j, Some(ClaimRow::Whole(Box::new(row)))));
-        }
-        Some(s) => {
-            // A claim older than the timeout died with its isolate: the
-            // call waits for this retry as if it had never been claimed.
-            let stale = s.status == CallStatus::Running
-                && now_ms.saturating_sub(s.claimed_at_ms) >= timeout_ms;
-            let status = if stale {
-                kept::Status::Waiting
-            } else {
-                s.kept_status()
-            };
-            let exact = s
-                .last_reply
-                .as_ref()
-                .filter(|r| r.round == c.round && r.answers == answers);
-            let replay = || match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
-                Some(Ok(round)) => Ok(Claimed::Replay(round)),
-                // A call that ended failed with no reply to give (its state
-                // could not be stored): why, again.
-                _ if status == kept::Status::Failed && s.last_reply.is_none() => {
-                    let why = crate::kept::summary::last_end(&s.journal)
-                        .and_then(|(_, why)| why)
-                        .unwrap_or_default();
-                    Err(McpError::internal(format!("The call failed: {why}")))
-                }
-                _ => Err(refused("already used (this round was answered before)")),
-            };
-            match kept::transition(status, kept::Event::Claim) {
-                kept::Transition::No(kept::Refused::Cancelled) => {
-                    return Err(cancelled_by_operator())
-                }
-                kept::Transition::No(kept::Refused::Running) if s.version == c.round => {
-                    return Err(McpError::new(
-                        ErrorKind::Conflict,
-                        "Conflict: another retry of this round is running",
-                    ))
-                }
-                kept::Transition::To(_) if s.version == c.round => {}
-                // Finished (a tombstone too), or a round answered before.
-                _ => return replay(),
-            }
-            s.journal
-        }
+        None => rebuilt(d, c, now_ms),
+        Some(s) => claim_row(s, c, answers, now_ms, timeout_ms),
+    }
+}
+
+/// A call whose row is gone, rebuilt from the token, claimed in a whole
+/// new row.
+fn rebuilt(d: &Durable<'_>, c: &Claims, now_ms: u64) -> Result<Claimed, McpError> {
+    d.created.set(true);
+    let mut j = c
+        .journal
+        .clone()
+        .ok_or_else(|| refused("the call's stored state is gone"))?;
+    j.round = c.round;
+    let row = StoredCall {
+        version: j.round,
+        status: CallStatus::Running,
+        claimed_at_ms: now_ms,
+        journal: j.clone(),
+        last_reply: None,
+        updated_ms: now_ms,
     };
-    Ok(Claimed::Run(journal, Some(ClaimRow::Status(now_ms))))
+    Ok(Claimed::Run(j, Some(ClaimRow::Whole(Box::new(row)))))
+}
+
+/// The stored call `s` claimed for this round, as the machine allows: an
+/// exact retry of an answered round gets its reply, a cancelled call
+/// `-32800`, a round another request runs a conflict.
+fn claim_row(
+    s: StoredCall,
+    c: &Claims,
+    answers: &str,
+    now_ms: u64,
+    timeout_ms: u64,
+) -> Result<Claimed, McpError> {
+    // A claim older than the timeout died with its isolate: the call
+    // waits for this retry as if it had never been claimed.
+    let stale =
+        s.status == CallStatus::Running && now_ms.saturating_sub(s.claimed_at_ms) >= timeout_ms;
+    let status = if stale {
+        kept::Status::Waiting
+    } else {
+        s.kept_status()
+    };
+    match kept::transition(status, kept::Event::Claim) {
+        kept::Transition::No(kept::Refused::Cancelled) => Err(cancelled_by_operator()),
+        kept::Transition::No(kept::Refused::Running) if s.version == c.round => Err(McpError::new(
+            ErrorKind::Conflict,
+            "Conflict: another retry of this round is running",
+        )),
+        kept::Transition::To(_) if s.version == c.round => {
+            Ok(Claimed::Run(s.journal, Some(ClaimRow::Status(now_ms))))
+        }
+        // Finished (a tombstone too), or a round answered before.
+        _ => replay(&s, c, answers, status),
+    }
+}
+
+/// The reply stored for this exact retry; a call that failed with none
+/// to give (its state could not be stored) says why again; any other
+/// retry of an answered round is refused.
+fn replay(
+    s: &StoredCall,
+    c: &Claims,
+    answers: &str,
+    status: kept::Status,
+) -> Result<Claimed, McpError> {
+    let exact = s
+        .last_reply
+        .as_ref()
+        .filter(|r| r.round == c.round && r.answers == answers);
+    match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
+        Some(Ok(round)) => Ok(Claimed::Replay(round)),
+        _ if status == kept::Status::Failed && s.last_reply.is_none() => {
+            let why = crate::kept::summary::last_end(&s.journal)
+                .and_then(|(_, why)| why)
+                .unwrap_or_default();
+            Err(McpError::internal(format!("The call failed: {why}")))
+        }
+        _ => Err(refused("already used (this round was answered before)")),
+    }
 }
 
 /// What a client coming back to a call an operator cancelled is told.

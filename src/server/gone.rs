@@ -7,7 +7,7 @@
 
 use serde_json::Value;
 
-use super::call::{claim, digest_answers, input_responses, ClaimRow, Claimed};
+use super::call::{claim, digest_answers, input_responses, ClaimRow, Claimed, Durable};
 use super::request::MethodReply;
 use super::round::{self, Ended};
 use super::{Ctx, Server};
@@ -15,7 +15,7 @@ use crate::engine::{digest_json, Invocation, RoundEnd};
 use crate::error::McpError;
 use crate::kept::{self, Event, Transition};
 use crate::protocol::{ClientRequest, Request};
-use crate::store::CallStatus;
+use crate::store::{CallStatus, StoredCall};
 use crate::token::{self, Binding};
 
 /// What a retry of a durable call gets when its tool `gone` is not served.
@@ -41,14 +41,13 @@ pub(crate) fn durable_gone(
     let claims = token::open(&server.config.keys, state, ctx.env.now_ms, binding)?;
     let answers = digest_answers(&input_responses(p.input_responses.as_ref()));
     let now = ctx.env.now_ms;
-    let claimed = claim(
+    let row = match claim(
         d,
         Some(&claims),
         &answers,
         now,
         server.config.claim_timeout_ms,
-    )?;
-    let row = match claimed {
+    )? {
         Claimed::Replay(round) => return Ok(super::mrtr::shape(round)),
         Claimed::Run(_, Some(ClaimRow::Whole(row))) => Some(*row),
         Claimed::Run(..) => d.store.load(&d.call_id)?,
@@ -56,28 +55,45 @@ pub(crate) fn durable_gone(
     let Some(mut row) = row else {
         return Err(gone);
     };
-    // Live (a dead claim released, a lost row written again): parked.
+    row.journal.invocation.get_or_insert_with(|| Invocation {
+        tool: p.name.clone(),
+        arguments: args,
+    });
+    park(server, ctx, d, row, &gone)?;
+    Err(gone)
+}
+
+/// Parks a live call (a dead claim released, a lost row written again),
+/// its trail marked once for each reason.
+fn park(
+    server: &Server,
+    ctx: &Ctx<'_>,
+    d: &Durable<'_>,
+    mut row: StoredCall,
+    gone: &McpError,
+) -> Result<(), McpError> {
     row.status = CallStatus::AwaitingInput;
     row.claimed_at_ms = 0;
-    row.updated_ms = now;
-    let inv = row.journal.invocation.get_or_insert_with(|| Invocation {
-        tool: p.name.clone(),
-        arguments: args.clone(),
-    });
-    let tool = inv.tool.clone();
+    row.updated_ms = ctx.env.now_ms;
     let parked = kept::summary::last_end(&row.journal)
         .is_some_and(|(end, why)| end == RoundEnd::Parked && why.as_deref() == Some(&gone.message));
-    if matches!(
+    let stops = matches!(
         kept::transition(row.kept_status(), Event::Stop),
         Transition::To(_)
-    ) && !parked
-    {
+    );
+    if stops && !parked {
+        let tool = row
+            .journal
+            .invocation
+            .as_ref()
+            .map(|i| i.tool.clone())
+            .unwrap_or_default();
         let ended = Ended {
             call_id: &d.call_id,
             tool: &tool,
             wire: "mrtr",
             principal: &ctx.principal.0,
-            now_ms: now,
+            now_ms: ctx.env.now_ms,
             round: 0,
             traceparent: None,
             error: Some((gone.code(), format!("{:?}", gone.kind))),
@@ -91,6 +107,5 @@ pub(crate) fn durable_gone(
             &ended,
         );
     }
-    d.store.save(&d.call_id, &row)?;
-    Err(gone)
+    d.store.save(&d.call_id, &row)
 }

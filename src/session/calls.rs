@@ -478,6 +478,31 @@ async fn advance_once(
             return vec![e.clone().to_response(Some(&call.request_id))];
         }
     };
+    let site = site_of(meta, turn, call);
+    let is_tool = method == Some(Method::ToolsCall);
+    let run = round::run(server, target, args, call.journal.clone(), site).await;
+    let mut messages = run.notifications;
+    let step = Step::of(run.outcome, is_tool);
+    let (end, why) = round::end_of(&step);
+    let error = round::error_of(&step);
+    messages.extend(settle(store, env, call, before, step));
+    let end = (end, why.as_deref(), error);
+    mark(server, call, meta, env, end, &turn.caller.principal);
+    if call.state.is_final() {
+        // The journal is no longer needed; keep the row for getStatus,
+        // and its trail for an operator.
+        call.journal = Journal {
+            round: call.journal.round,
+            trail: call.journal.trail.take(),
+            ..Journal::new()
+        };
+    }
+    messages
+}
+
+/// Where a round of `call` runs: the session's client, its caller, and
+/// where the call is kept (a page names it there).
+fn site_of(meta: &SessionMeta, turn: &Turn, call: &SessionCall) -> Site {
     let caps = ClientCaps::from_json(Some(&Value::Object(caps_of(meta))));
     let mut site = Site::new(
         idempotency_base(meta, call),
@@ -498,75 +523,67 @@ async fn advance_once(
             meta.origin.clone()
         },
     });
-    let is_tool = method == Some(Method::ToolsCall);
-    let run = round::run(server, target, args, call.journal.clone(), site).await;
-    let mut messages = run.notifications;
-    let step = Step::of(run.outcome, is_tool);
-    let (end, why) = round::end_of(&step);
-    let error = round::error_of(&step);
-    match step {
-        Step::Done(v) => {
-            call.state = CallState::Completed;
-            messages.push(result_response(&call.request_id, session_shape(v)));
-        }
-        Step::Refused(m) => {
-            call.state = CallState::Failed;
-            messages.push(McpError::invalid_params(m).to_response(Some(&call.request_id)));
-        }
-        Step::Parked(e) => messages.extend(park(call, before, &e)),
-        Step::Failed(e) => {
-            call.state = CallState::Failed;
-            messages.push(e.to_response(Some(&call.request_id)));
-        }
-        Step::Paused {
-            requests,
-            mut journal,
-        } => {
-            journal.round = call.journal.round + 1;
-            // The requests' ids name the stream: the call needs one now.
-            if let Err(e) = ensure_stream(store, env, call) {
-                call.state = CallState::Failed;
-                return vec![e.to_response(Some(&call.request_id))];
-            }
-            call.state = match requests
-                .values()
-                .find(|r| !r.is_internal())
-                .map(|r| r.method.as_str())
-            {
-                Some("sampling/createMessage") => CallState::AwaitingSample,
-                Some("roots/list") => CallState::AwaitingRoots,
-                Some(_) => CallState::AwaitingElicit,
-                // Only checkpoints: the client's next GET continues the call.
-                None => CallState::Running,
-            };
-            for (key, r) in requests.iter().filter(|(_, r)| !r.is_internal()) {
-                let id = request_id(&call.stream, journal.round, key);
-                let mut m = json!({"jsonrpc": "2.0", "id": id, "method": r.method});
-                if !r.params.is_null() {
-                    m["params"] = r.params.clone();
-                }
-                messages.push(m);
-            }
-            call.journal = journal;
-        }
+    site
+}
+
+/// What a round's `step` leaves `call` in (it was `before`), and what the
+/// client is told on the call's stream.
+fn settle(
+    store: &dyn SessionStore,
+    env: &Env,
+    call: &mut SessionCall,
+    before: CallState,
+    step: Step,
+) -> Vec<Value> {
+    let (state, said) = match step {
+        Step::Done(v) => (
+            CallState::Completed,
+            result_response(&call.request_id, session_shape(v)),
+        ),
+        Step::Refused(m) => (
+            CallState::Failed,
+            McpError::invalid_params(m).to_response(Some(&call.request_id)),
+        ),
+        Step::Failed(e) => (CallState::Failed, e.to_response(Some(&call.request_id))),
+        Step::Parked(e) => return park(call, before, &e),
+        Step::Paused { requests, journal } => return asked(store, env, call, requests, journal),
+    };
+    call.state = state;
+    vec![said]
+}
+
+/// A round that paused: its questions go to the client on the call's
+/// stream (which it gets now), each under an id naming the call's round.
+fn asked(
+    store: &dyn SessionStore,
+    env: &Env,
+    call: &mut SessionCall,
+    requests: std::collections::BTreeMap<String, crate::engine::InputRequest>,
+    mut journal: Journal,
+) -> Vec<Value> {
+    journal.round = call.journal.round + 1;
+    if let Err(e) = ensure_stream(store, env, call) {
+        call.state = CallState::Failed;
+        return vec![e.to_response(Some(&call.request_id))];
     }
-    mark(
-        server,
-        call,
-        meta,
-        env,
-        (end, why.as_deref(), error),
-        &turn.caller.principal,
-    );
-    if call.state.is_final() {
-        // The journal is no longer needed; keep the row for getStatus,
-        // and its trail for an operator.
-        call.journal = Journal {
-            round: call.journal.round,
-            trail: call.journal.trail.take(),
-            ..Journal::new()
-        };
+    let asks = requests.values().find(|r| !r.is_internal());
+    call.state = match asks.map(|r| r.method.as_str()) {
+        Some("sampling/createMessage") => CallState::AwaitingSample,
+        Some("roots/list") => CallState::AwaitingRoots,
+        Some(_) => CallState::AwaitingElicit,
+        // Only checkpoints: the client's next GET continues the call.
+        None => CallState::Running,
+    };
+    let mut messages = Vec::new();
+    for (key, r) in requests.iter().filter(|(_, r)| !r.is_internal()) {
+        let id = request_id(&call.stream, journal.round, key);
+        let mut m = json!({"jsonrpc": "2.0", "id": id, "method": r.method});
+        if !r.params.is_null() {
+            m["params"] = r.params.clone();
+        }
+        messages.push(m);
     }
+    call.journal = journal;
     messages
 }
 
