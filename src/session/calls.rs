@@ -50,44 +50,9 @@ pub(super) async fn start(
     meta: &SessionMeta,
     r: &Request,
 ) -> Result<Reply, McpError> {
-    let params = r.call_params();
-    // Unknown tools and the like are plain errors, before any stream exists.
-    // Tasks are a 2026-07-28 extension: a task-only tool cannot run here.
-    let method = r
-        .kind
-        .ok_or_else(|| McpError::method_not_found(&r.method))?;
-    let found = call_target(server, method, &r.params, None)?;
-    if let (crate::server::Target::Tool(t), _) = &found {
-        // A token without the tool's scopes is refused before the call
-        // starts: 403 with the challenge, so the client steps up and sends
-        // the call again.
-        crate::auth::require(&turn.caller, &turn.resource, &server.tool_scopes(t))?;
-        if t.task_support() == Some(crate::app::TaskSupport::Required) {
-            return Err(crate::server::task::extension_required(&format!(
-                "The tool {:?}",
-                t.name()
-            )));
-        }
-    }
+    let found = target_of(server, turn, r)?;
     let resumable = super::resumable(meta);
-    // No stream yet: a call that answers at once with nothing else to say
-    // never needs one, and then this request writes nothing at all.
-    let mut call = SessionCall {
-        stream: String::new(),
-        call_id: call_id(env),
-        request_id: r.id.clone(),
-        method: r.method.clone(),
-        params,
-        journal: Journal::new(),
-        state: CallState::Initializing,
-        resume_token: resumable.then(|| crate::server::new_call_id(env)),
-        max_wait_ms: resumable.then_some(server.config.resume_max_wait_ms),
-        last_contact_ms: env.now_ms,
-        confirmed_lsn: 0,
-        claimed_at_ms: 0,
-        caller: turn.caller.clone(),
-        resource: turn.resource.clone(),
-    };
+    let mut call = new_call(server, turn, env, r, resumable);
     let mut messages = Vec::new();
     if let Some(token) = &call.resume_token {
         messages.push(notification(
@@ -116,6 +81,54 @@ pub(super) async fn start(
         events,
         call.state.is_final(),
     ))
+}
+
+/// What a call runs, found once. Unknown tools and the like are plain
+/// errors, before any stream exists; a token without the tool's scopes is
+/// refused before the call starts (403 with the challenge, so the client
+/// steps up and sends the call again); tasks are a 2026-07-28 extension,
+/// so a task-only tool cannot run here.
+fn target_of<'s>(
+    server: &'s Server,
+    turn: &Turn,
+    r: &Request,
+) -> Result<(Target<'s>, Value), McpError> {
+    let method = r
+        .kind
+        .ok_or_else(|| McpError::method_not_found(&r.method))?;
+    let found = call_target(server, method, &r.params, None)?;
+    if let (Target::Tool(t), _) = &found {
+        crate::auth::require(&turn.caller, &turn.resource, &server.tool_scopes(t))?;
+        if t.task_support() == Some(crate::app::TaskSupport::Required) {
+            return Err(crate::server::task::extension_required(&format!(
+                "The tool {:?}",
+                t.name()
+            )));
+        }
+    }
+    Ok(found)
+}
+
+/// A call as its request starts it. No stream yet: a call that answers
+/// at once with nothing else to say never needs one, and then its request
+/// writes nothing at all.
+fn new_call(server: &Server, turn: &Turn, env: &Env, r: &Request, resumable: bool) -> SessionCall {
+    SessionCall {
+        stream: String::new(),
+        call_id: call_id(env),
+        request_id: r.id.clone(),
+        method: r.method.clone(),
+        params: r.call_params(),
+        journal: Journal::new(),
+        state: CallState::Initializing,
+        resume_token: resumable.then(|| crate::server::new_call_id(env)),
+        max_wait_ms: resumable.then_some(server.config.resume_max_wait_ms),
+        last_contact_ms: env.now_ms,
+        confirmed_lsn: 0,
+        claimed_at_ms: 0,
+        caller: turn.caller.clone(),
+        resource: turn.resource.clone(),
+    }
 }
 
 /// Gives `call` a stream if it has none yet: `c<n>` from the session's

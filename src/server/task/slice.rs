@@ -30,27 +30,10 @@ pub async fn alarm(
     if task.status.is_terminal() {
         return Ok(vec![Effect::WakeAt(expires)]);
     }
-    // Pauses the server answers itself: due timers, detach, checkpoints.
-    let passed: Vec<(String, Result<Value, Value>)> = task
-        .journal
-        .pending
-        .iter()
-        .filter(|(key, r)| match r.method.as_str() {
-            TIMER => task.timers.get(*key).is_some_and(|due| *due <= now_ms),
-            _ => r.is_internal(),
-        })
-        .map(|(key, _)| (key.clone(), Ok(json!({}))))
-        .collect();
-    let answered_all = task.journal.pending.is_empty();
-    if passed.is_empty() && !answered_all {
+    if !pass_internal(&mut task, now_ms) {
         // Still waiting (a timer not due yet, or the client).
         return Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))]);
     }
-    task.journal.accept_answers(passed);
-    for key in task.journal.answers.keys() {
-        task.timers.remove(key);
-    }
-
     let Some(tool) = server.registry.find_tool(&task.tool) else {
         // Not served by this deploy: kept for a rollback (see `settle`).
         let gone = fail(crate::engine::tool_gone(&task.tool));
@@ -59,25 +42,12 @@ pub async fn alarm(
         return parked(store(server, host, task, now_ms), now_ms, retry, expires);
     };
     let version = task.version;
-    let mut site = Site::new(
-        task.task_id.clone(),
-        task.caps.clone(),
-        task.caller.clone(),
-        task.resource.clone(),
-    );
-    site.task_mode = TaskMode::Running;
-    site.kept = Some(Kept {
-        home: crate::elicitation::Home::Task(task.task_id.clone()),
-        principal: task.principal.clone(),
-        origin: task.origin.clone(),
-    });
-    let target = Target::Tool(tool);
     let run = round::run(
         server,
-        &target,
+        &Target::Tool(tool),
         task.arguments.clone(),
         task.journal.clone(),
-        site,
+        site_of(&task),
     )
     .await;
     // A request may have changed the task while the body awaited (only a
@@ -93,6 +63,46 @@ pub async fn alarm(
         return parked(effects, now_ms, server.config.parked_retry_ms, expires);
     }
     effects
+}
+
+/// Passes the pauses the server answers itself (due timers, detach,
+/// checkpoints); whether the task can go on now (nothing else pending).
+fn pass_internal(task: &mut TaskRecord, now_ms: u64) -> bool {
+    let passed: Vec<(String, Result<Value, Value>)> = task
+        .journal
+        .pending
+        .iter()
+        .filter(|(key, r)| match r.method.as_str() {
+            TIMER => task.timers.get(*key).is_some_and(|due| *due <= now_ms),
+            _ => r.is_internal(),
+        })
+        .map(|(key, _)| (key.clone(), Ok(json!({}))))
+        .collect();
+    if passed.is_empty() && !task.journal.pending.is_empty() {
+        return false;
+    }
+    task.journal.accept_answers(passed);
+    for key in task.journal.answers.keys() {
+        task.timers.remove(key);
+    }
+    true
+}
+
+/// Where a slice of `task` runs: in its object, as its caller.
+fn site_of(task: &TaskRecord) -> Site {
+    let mut site = Site::new(
+        task.task_id.clone(),
+        task.caps.clone(),
+        task.caller.clone(),
+        task.resource.clone(),
+    );
+    site.task_mode = TaskMode::Running;
+    site.kept = Some(Kept {
+        home: crate::elicitation::Home::Task(task.task_id.clone()),
+        principal: task.principal.clone(),
+        origin: task.origin.clone(),
+    });
+    site
 }
 
 /// A parked task's effects: its alarm tries again in `retry_ms`
@@ -229,41 +239,12 @@ pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, no
             task.status = TaskStatus::Completed;
             task.result = Some(CallToolResult::error(m).into_json());
         }
-        // The tool's new code cannot replay the task: it is stuck, not
-        // failed, as it was (its answers kept), until a rollback or a fix
-        // lets its alarm run it, or it expires.
-        Step::Parked(e) => {
-            task.status = TaskStatus::Working;
-            let data = e.data.clone().unwrap_or_default();
-            let versions = match (data["pausedOn"].as_str(), data["metOn"].as_str()) {
-                (Some(paused), Some(met)) => format!(" (paused on {paused}, met {met})"),
-                _ => String::new(),
-            };
-            task.status_message = Some(format!("Stuck: {}{versions}", e.message));
-        }
+        Step::Parked(e) => stuck(task, &e),
         Step::Failed(e) => {
             task.status = TaskStatus::Failed;
             task.error = Some(e.to_error_object());
         }
-        Step::Paused { journal, .. } => {
-            task.journal = journal;
-            // A timer's time runs from when the body first asked for it.
-            for (key, r) in &task.journal.pending {
-                if let Some(ms) = r.timer_ms() {
-                    task.timers
-                        .entry(key.clone())
-                        .or_insert(now_ms.saturating_add(ms));
-                }
-            }
-            let pending = &task.journal.pending;
-            task.timers.retain(|k, _| pending.contains_key(k));
-            let asks_client = pending.values().any(|r| !r.is_internal());
-            task.status = if asks_client {
-                TaskStatus::InputRequired
-            } else {
-                TaskStatus::Working
-            };
-        }
+        Step::Paused { journal, .. } => waits(task, journal, now_ms),
     }
     if task.status.is_terminal() {
         task.journal.pending.clear();
@@ -271,6 +252,40 @@ pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, no
     }
     mark(server, task, (end, why.as_deref(), error), now_ms);
     parked
+}
+
+/// The tool's new code cannot replay the task: it is stuck, not failed,
+/// as it was (its answers kept), until a rollback or a fix lets its alarm
+/// run it, or it expires.
+fn stuck(task: &mut TaskRecord, e: &McpError) {
+    task.status = TaskStatus::Working;
+    let data = e.data.clone().unwrap_or_default();
+    let versions = match (data["pausedOn"].as_str(), data["metOn"].as_str()) {
+        (Some(paused), Some(met)) => format!(" (paused on {paused}, met {met})"),
+        _ => String::new(),
+    };
+    task.status_message = Some(format!("Stuck: {}{versions}", e.message));
+}
+
+/// A slice that paused: the client's questions make it `input_required`;
+/// a timer's time runs from when the body first asked for it.
+fn waits(task: &mut TaskRecord, journal: crate::engine::Journal, now_ms: u64) {
+    task.journal = journal;
+    for (key, r) in &task.journal.pending {
+        if let Some(ms) = r.timer_ms() {
+            task.timers
+                .entry(key.clone())
+                .or_insert(now_ms.saturating_add(ms));
+        }
+    }
+    let pending = &task.journal.pending;
+    task.timers.retain(|k, _| pending.contains_key(k));
+    let asks_client = pending.values().any(|r| !r.is_internal());
+    task.status = if asks_client {
+        TaskStatus::InputRequired
+    } else {
+        TaskStatus::Working
+    };
 }
 
 /// Records how a round of `task` ended in its journal's trail.

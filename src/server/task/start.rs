@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use super::slice::{settle, store, task_caps};
-use super::{extension_required, task_fields, TaskRecord, TaskStatus};
+use super::{extension_required, task_fields, TaskHost, TaskRecord, TaskStatus};
 use crate::app::{TaskSupport, Tool};
 use crate::engine::{ClientCaps, Journal, Outcome, Run, TaskMode};
 use crate::error::McpError;
@@ -36,27 +36,7 @@ pub(crate) async fn call(
             "a task tool was called outside its task's Durable Object (routing bug)",
         ));
     };
-    let (state, answers) = request.params.retry();
-    let answers = input_responses(answers);
-    let round = run_round(
-        server,
-        RoundInput {
-            method: &request.method,
-            target: Target::Tool(tool),
-            args: args.clone(),
-            state: state_param(state)?,
-            answers,
-            caps: caps.clone(),
-            progress_token: meta.progress_token.clone(),
-            log_level: meta.log_level.clone(),
-            args_in_token: false,
-            task_mode: TaskMode::Allowed,
-            wire: "task",
-            traceparent: crate::server::round::traceparent(request.meta.as_ref()),
-        },
-        ctx,
-    )
-    .await?;
+    let round = first_round(server, tool, &args, request, meta, ctx).await?;
     let (requests, journal) = match &round.outcome {
         RoundOutcome::Complete(_) => return Ok(mrtr_shape(round)),
         RoundOutcome::InputRequired {
@@ -74,25 +54,7 @@ pub(crate) async fn call(
     // this object holds nothing yet — and reading a table that does not
     // exist yet costs a failed statement.
     let now = ctx.env.now_ms;
-    let mut task = TaskRecord {
-        task_id: host.task_id.clone(),
-        principal: ctx.principal.0.clone(),
-        caller: ctx.caller.clone(),
-        resource: ctx.resource.clone(),
-        origin: ctx.origin(),
-        tool: tool.name.clone(),
-        arguments: args,
-        caps: task_caps(&caps),
-        status: TaskStatus::Working,
-        status_message: None,
-        created_ms: now,
-        updated_ms: now,
-        journal: Journal::new(),
-        timers: Default::default(),
-        result: None,
-        error: None,
-        version: 0,
-    };
+    let mut task = new_task(host, tool, args, &caps, ctx);
     let run = Run {
         outcome: Outcome::InputRequired { requests, journal },
         notifications: Vec::new(),
@@ -108,4 +70,66 @@ pub(crate) async fn call(
         listen: None,
         effects,
     })
+}
+
+/// The call's first round, as any 2026-07-28 call's (a task only if it
+/// pauses).
+async fn first_round(
+    server: &Server,
+    tool: &Tool,
+    args: &Value,
+    request: &Request,
+    meta: &RequestMeta,
+    ctx: &Ctx<'_>,
+) -> Result<crate::server::call::Round, McpError> {
+    let (state, answers) = request.params.retry();
+    run_round(
+        server,
+        RoundInput {
+            method: &request.method,
+            target: Target::Tool(tool),
+            args: args.clone(),
+            state: state_param(state)?,
+            answers: input_responses(answers),
+            caps: ClientCaps::from_json(Some(&meta.capabilities)),
+            progress_token: meta.progress_token.clone(),
+            log_level: meta.log_level.clone(),
+            args_in_token: false,
+            task_mode: TaskMode::Allowed,
+            wire: "task",
+            traceparent: crate::server::round::traceparent(request.meta.as_ref()),
+        },
+        ctx,
+    )
+    .await
+}
+
+/// A new task of `tool` in its object, as its first request made it.
+fn new_task(
+    host: &TaskHost<'_>,
+    tool: &Tool,
+    args: Value,
+    caps: &ClientCaps,
+    ctx: &Ctx<'_>,
+) -> TaskRecord {
+    let now = ctx.env.now_ms;
+    TaskRecord {
+        task_id: host.task_id.clone(),
+        principal: ctx.principal.0.clone(),
+        caller: ctx.caller.clone(),
+        resource: ctx.resource.clone(),
+        origin: ctx.origin(),
+        tool: tool.name.clone(),
+        arguments: args,
+        caps: task_caps(caps),
+        status: TaskStatus::Working,
+        status_message: None,
+        created_ms: now,
+        updated_ms: now,
+        journal: Journal::new(),
+        timers: Default::default(),
+        result: None,
+        error: None,
+        version: 0,
+    }
 }
