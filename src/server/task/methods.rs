@@ -24,27 +24,11 @@ pub(crate) fn handle(
     let ClientRequest::Task(p) = &request.params else {
         return Err(request.params.unusable());
     };
-    let task_id = p.task_id.as_str();
     let inputs = match request.kind {
-        Some(Method::TasksUpdate) => match &p.input_responses {
-            Some(Value::Object(m)) => Some(m.clone()),
-            _ => {
-                return Err(McpError::invalid_params(
-                    "Invalid params: inputResponses must be an object",
-                ))
-            }
-        },
+        Some(Method::TasksUpdate) => Some(inputs_of(p.input_responses.as_ref())?),
         _ => None,
     };
-    // Only the creator sees a task; to anyone else it does not exist.
-    let task = match ctx.task {
-        Some(host) if host.task_id == task_id => host
-            .store
-            .load()?
-            .filter(|t| t.principal == ctx.principal.0)
-            .map(|t| (host, t)),
-        _ => None,
-    };
+    let task = own_task(ctx, p.task_id.as_str())?;
     let now = ctx.env.now_ms;
     match (request.kind, task) {
         (Some(Method::TasksGet), Some((_, t))) => Ok(MethodReply {
@@ -63,6 +47,32 @@ pub(crate) fn handle(
         }
         (_, Some((host, t))) => cancel(server, host, t, now),
     }
+}
+
+/// A `tasks/update`'s answers: an object, or `-32602`.
+fn inputs_of(v: Option<&Value>) -> Result<Map<String, Value>, McpError> {
+    match v {
+        Some(Value::Object(m)) => Ok(m.clone()),
+        _ => Err(McpError::invalid_params(
+            "Invalid params: inputResponses must be an object",
+        )),
+    }
+}
+
+/// The task `task_id` in this object, if the caller created it: only the
+/// creator sees a task; to anyone else it does not exist.
+fn own_task<'c>(
+    ctx: &Ctx<'c>,
+    task_id: &str,
+) -> Result<Option<(&'c TaskHost<'c>, TaskRecord)>, McpError> {
+    Ok(match ctx.task {
+        Some(host) if host.task_id == task_id => host
+            .store
+            .load()?
+            .filter(|t| t.principal == ctx.principal.0)
+            .map(|t| (host, t)),
+        _ => None,
+    })
 }
 
 /// A poll of a task that should have moved on long ago re-arms its alarm.
