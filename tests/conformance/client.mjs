@@ -23,7 +23,7 @@ const revision = process.argv[2] ?? '2026-07-28';
 const ALSO_REQUIRED = ['json-schema-2020-12-preservation'];
 const EXTENSIONS = ['auth/client-credentials-jwt', 'auth/client-credentials-basic'];
 const SUITE = join(ROOT, 'node_modules/@modelcontextprotocol/conformance/dist/index.js');
-const CLIENT = join(ROOT, 'target/debug/durable-mcp-conformance');
+const CLIENT = join(process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target'), 'debug/durable-mcp-conformance');
 
 if (!existsSync(CLIENT)) {
   const build = spawnSync('cargo', ['build', '-p', 'durable-mcp-client', '--bins'], { cwd: ROOT, stdio: 'inherit' });
