@@ -174,22 +174,10 @@ pub(super) async fn answer(
     id: &Value,
     outcome: Result<Value, Value>,
 ) -> Result<Vec<Push>, McpError> {
-    let Some((stream, round, key)) = id.as_str().and_then(parse_request_id) else {
-        // Not an id we issued: nothing waits for it.
+    let Some((mut call, key)) = asked_by(server, store, env, id)? else {
         return Ok(Vec::new());
     };
-    let Some(mut call) = store.call(&stream)? else {
-        return Ok(Vec::new());
-    };
-    if call.state.is_final() || call.journal.round != round {
-        // A late or repeated answer: the round it belongs to is over.
-        return Ok(Vec::new());
-    }
-    if running_elsewhere(server, &call, env.now_ms) {
-        // A copy of this answer (a client's retry) is running the round
-        // right now: running it again would repeat its side effects.
-        return Ok(Vec::new());
-    }
+    let stream = call.stream.clone();
     // The same rule as every wire: a wrong-shaped answer is refused and the
     // question stays open for a corrected one.
     let answer = [(key, outcome)];
@@ -210,6 +198,33 @@ pub(super) async fn answer(
         events,
         close,
     }])
+}
+
+/// The call that asked the request `id` answers, and its key, if that
+/// call waits for this answer now.
+fn asked_by(
+    server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
+    id: &Value,
+) -> Result<Option<(SessionCall, String)>, McpError> {
+    let Some((stream, round, key)) = id.as_str().and_then(parse_request_id) else {
+        // Not an id we issued: nothing waits for it.
+        return Ok(None);
+    };
+    let Some(call) = store.call(&stream)? else {
+        return Ok(None);
+    };
+    if call.state.is_final() || call.journal.round != round {
+        // A late or repeated answer: the round it belongs to is over.
+        return Ok(None);
+    }
+    if running_elsewhere(server, &call, env.now_ms) {
+        // A copy of this answer (a client's retry) is running the round
+        // right now: running it again would repeat its side effects.
+        return Ok(None);
+    }
+    Ok(Some((call, key)))
 }
 
 /// Why something from outside the client was not taken.
@@ -352,26 +367,35 @@ pub(super) async fn run_claimed(
         }
     };
     call.claimed_at_ms = 0;
-    // Rounds that awaited may have let an operator's cancel in (nothing
-    // else runs in this object before a round's first await). What got
-    // there first stays (its error is on the call's stream already), and
-    // these rounds' messages are dropped.
-    if !awaited {
-        return Ok(messages);
-    }
-    if let Some(now) = store.call(&call.stream)? {
-        let end = call
-            .journal
-            .trail
-            .as_ref()
-            .and_then(|t| t.marks.last())
-            .map_or(crate::engine::RoundEnd::Paused, |m| m.end);
-        if crate::kept::may_store(now.summary(meta).status, end).is_err() {
-            *call = now;
-            return Ok(Vec::new());
-        }
+    if awaited && overtaken(store, meta, call)? {
+        return Ok(Vec::new());
     }
     Ok(messages)
+}
+
+/// Rounds that awaited may have let an operator's cancel in (nothing else
+/// runs in this object before a round's first await). What got there
+/// first stays (its error is on the call's stream already): `call` becomes
+/// it, and these rounds' messages are dropped.
+fn overtaken(
+    store: &dyn SessionStore,
+    meta: &SessionMeta,
+    call: &mut SessionCall,
+) -> Result<bool, McpError> {
+    let Some(now) = store.call(&call.stream)? else {
+        return Ok(false);
+    };
+    let end = call
+        .journal
+        .trail
+        .as_ref()
+        .and_then(|t| t.marks.last())
+        .map_or(crate::engine::RoundEnd::Paused, |m| m.end);
+    if crate::kept::may_store(now.summary(meta).status, end).is_ok() {
+        return Ok(false);
+    }
+    *call = now;
+    Ok(true)
 }
 
 /// `notifications/cancelled`: the call stops; its resources are freed.

@@ -14,6 +14,23 @@ use crate::server::{Env, Server};
 /// The stream that standalone GETs watch (held-open mode only).
 const STANDALONE: &str = "_";
 
+/// The standalone stream, held open. Nothing is ever sent outside a
+/// request's own stream here, so in polling mode there is none to hold.
+fn standalone(server: &Server) -> Result<Reply, McpError> {
+    if server.config.sse_polling {
+        return Err(McpError::new(
+            ErrorKind::MethodNotAllowed,
+            "Method not allowed: no standalone stream",
+        ));
+    }
+    let priming = SseEvent {
+        id: Some(event_id(STANDALONE, 0)),
+        ..SseEvent::default()
+    };
+    Ok(Reply::new(HttpResponse::sse(vec![priming], true))
+        .with(Effect::HoldOpen(STANDALONE.to_string())))
+}
+
 /// `GET`: replays a call's stream after `Last-Event-ID`, or opens the
 /// standalone stream.
 pub(super) async fn get(
@@ -25,20 +42,7 @@ pub(super) async fn get(
     turn: &super::calls::Turn,
 ) -> Result<Reply, McpError> {
     let Some(last) = req.header("last-event-id") else {
-        // Nothing is ever sent outside a request's own stream here, so in
-        // polling mode there is no standalone stream to hold open.
-        if server.config.sse_polling {
-            return Err(McpError::new(
-                ErrorKind::MethodNotAllowed,
-                "Method not allowed: no standalone stream",
-            ));
-        }
-        let priming = SseEvent {
-            id: Some(event_id(STANDALONE, 0)),
-            ..SseEvent::default()
-        };
-        return Ok(Reply::new(HttpResponse::sse(vec![priming], true))
-            .with(Effect::HoldOpen(STANDALONE.to_string())));
+        return standalone(server);
     };
     let (stream, lsn) = parse_event_id(last)
         .ok_or_else(|| McpError::invalid_request("Invalid Request: unknown Last-Event-ID"))?;
