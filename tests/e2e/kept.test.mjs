@@ -152,6 +152,15 @@ test(`purge: only finished calls; afterwards no retry runs an effect or brings a
 const TASK_CAPS = { elicitation: { form: {} }, extensions: { 'io.modelcontextprotocol/tasks': {} } };
 const taskGet = (taskId) => send(server.url, 'tasks/get', { taskId, _meta: modernMeta(TASK_CAPS) }, { headers: { 'mcp-name': taskId } });
 const taskAdminId = (taskId) => `t.${createHash('sha256').update(taskId).digest('hex').slice(0, 16)}`;
+/** Polls task `taskId` until `want` holds of it (30 s at most). */
+async function taskUntil(taskId, want) {
+  for (const deadline = Date.now() + 30_000; ;) {
+    const t = (await taskGet(taskId)).json?.result;
+    if (want(t)) return t;
+    assert.ok(Date.now() < deadline, JSON.stringify(t));
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+}
 
 test(`an operator's cancel races a task's last slice: cancelled or completed, never both (${VIA})`, { timeout: 5 * 60_000 }, async (t) => {
   const tally = { cancelled: 0, completed: 0 };
@@ -260,14 +269,7 @@ test(`an operator pauses a task: its alarm parks it; resumed, it completes once 
   const created = await send(server.url, 'tools/call', { name: 'hoard_task', arguments: { tag, count: 1, bytes: 10 }, _meta: meta });
   const { taskId } = created.json?.result ?? {};
   assert.ok(taskId, created.text);
-  const until = async (want) => {
-    for (const deadline = Date.now() + 30_000; ;) {
-      const t = (await taskGet(taskId)).json?.result;
-      if (want(t)) return t;
-      assert.ok(Date.now() < deadline, JSON.stringify(t));
-      await new Promise((ok) => setTimeout(ok, 100));
-    }
-  };
+  const until = (want) => taskUntil(taskId, want);
   await until((t) => t?.inputRequests?.start);
   const id = taskAdminId(taskId);
   const paused = await adminApi('POST', '/admin/api/calls/pause', { ids: [id] });
@@ -316,14 +318,7 @@ test(`an operator answers a task for its client; no rewind past its effect (${VI
   const created = await send(server.url, 'tools/call', { name: 'hoard_task', arguments: { tag, count: 1, bytes: 10 }, _meta: meta });
   const { taskId } = created.json?.result ?? {};
   assert.ok(taskId, created.text);
-  const until = async (want) => {
-    for (const deadline = Date.now() + 30_000; ;) {
-      const t = (await taskGet(taskId)).json?.result;
-      if (want(t)) return t;
-      assert.ok(Date.now() < deadline, JSON.stringify(t));
-      await new Promise((ok) => setTimeout(ok, 100));
-    }
-  };
+  const until = (want) => taskUntil(taskId, want);
   await until((t) => t?.inputRequests?.start);
   const id = taskAdminId(taskId);
   const go = { action: 'accept', content: { go: true } };
