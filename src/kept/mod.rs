@@ -56,9 +56,18 @@ pub use crate::engine::RoundEnd;
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     /// Paused: waiting for the client (a person's answer, the client's
-    /// model, its roots) or for a timer.
+    /// model, its roots) or for a timer. (Rows stored before there was
+    /// one status named it as their keeper's own words did.)
+    #[serde(
+        alias = "awaiting_input",
+        alias = "input_required",
+        alias = "awaiting_elicit",
+        alias = "awaiting_sample",
+        alias = "awaiting_roots"
+    )]
     Waiting,
     /// A round is running (or a task works).
+    #[serde(alias = "running", alias = "initializing")]
     Working,
     /// Kept as it was because the code changed so that it cannot be
     /// replayed, or because its tool is paused: it goes on after a fix, a
@@ -269,6 +278,23 @@ mod tests {
             Transition::Gone => "gone".into(),
             Transition::No(why) => format!("no: {}", why.why()),
         }
+    }
+
+    #[test]
+    fn rows_stored_in_a_keepers_own_words_read_as_one_status() {
+        for (old, status) in [
+            ("awaiting_input", Status::Waiting),
+            ("input_required", Status::Waiting),
+            ("awaiting_elicit", Status::Waiting),
+            ("running", Status::Working),
+            ("initializing", Status::Working),
+            ("parked", Status::Parked),
+            ("completed", Status::Completed),
+        ] {
+            let read: Status = serde_json::from_value(serde_json::json!(old)).unwrap();
+            assert_eq!(read, status, "{old}");
+        }
+        assert_eq!(serde_json::to_value(Status::Waiting).unwrap(), "waiting");
     }
 
     #[test]
