@@ -191,7 +191,8 @@ fn a_purged_call_answers_its_tokens_with_its_end_and_never_runs_again() {
 
 #[test]
 fn retention_leaves_a_tombstone_until_no_token_can_name_the_call() {
-    use durable_mcp::store::{CallStatus, CallStore, MemoryStore};
+    use durable_mcp::kept::Status;
+    use durable_mcp::store::{CallStore, MemoryStore};
     let mut s = server(|_| {});
     let state = start(&mut s, 3);
     let done = answer(&mut s, 3, &state);
@@ -212,7 +213,8 @@ fn retention_leaves_a_tombstone_until_no_token_can_name_the_call() {
         .expect("swept");
     assert_eq!(due, Some(call.updated_ms + hour), "due again at its TTL");
     let tomb = store.load(&id).expect("read").expect("kept as a tombstone");
-    assert_eq!(tomb.status, CallStatus::Purged);
+    assert!(tomb.tomb);
+    assert_eq!(tomb.status, Status::Completed, "where it ended");
     assert!(tomb.journal.once.is_empty() && tomb.journal.answers.is_empty());
     assert_eq!(tomb.last_reply, call.last_reply, "its end kept");
     assert!(store.list().expect("listed").is_empty(), "unlisted");

@@ -85,7 +85,7 @@ mod tests {
     use super::*;
     use crate::engine::{InputRequest, Invocation, RoundEnd};
     use crate::kept::Status;
-    use crate::store::{CallStatus, StoredCall};
+    use crate::store::StoredCall;
 
     fn paused_journal() -> Journal {
         let mut j = Journal::new();
@@ -102,10 +102,11 @@ mod tests {
         j
     }
 
-    fn stored(status: CallStatus, journal: Journal) -> StoredCall {
+    fn stored(status: Status, journal: Journal) -> StoredCall {
         StoredCall {
             version: journal.round,
             status,
+            tomb: false,
             claimed_at_ms: 0,
             journal,
             last_reply: None,
@@ -115,7 +116,7 @@ mod tests {
 
     #[test]
     fn a_durable_call_is_listed_with_its_tool_owner_and_what_it_waits_on() {
-        let s = stored(CallStatus::AwaitingInput, paused_journal()).summary("abc");
+        let s = stored(Status::Waiting, paused_journal()).summary("abc");
         assert_eq!(s.id, "d.abc");
         assert_eq!(s.tool, "deploy");
         assert_eq!(s.status, Status::Waiting);
@@ -123,10 +124,10 @@ mod tests {
         assert_eq!(s.waiting_on, vec!["elicitation/create".to_string()]);
         let mut parked = paused_journal();
         parked.mark(2_000, RoundEnd::Parked, Some("the code changed"), "ada");
-        let s = stored(CallStatus::AwaitingInput, parked).summary("abc");
+        let s = stored(Status::Parked, parked).summary("abc");
         assert_eq!(s.status, Status::Parked);
         assert_eq!(s.note.as_deref(), Some("the code changed"));
-        let s = stored(CallStatus::Cancelled, paused_journal()).summary("abc");
+        let s = stored(Status::Cancelled, paused_journal()).summary("abc");
         assert_eq!(s.status, Status::Cancelled);
         assert!(s.waiting_on.is_empty());
     }
@@ -139,7 +140,7 @@ mod tests {
             Ok(json!({"action": "accept", "content": {"secret": "hunter2"}})),
         )]);
         j.mark(5_000, RoundEnd::Completed, None, "ada");
-        let s = stored(CallStatus::Completed, j.clone()).summary("abc");
+        let s = stored(Status::Completed, j.clone()).summary("abc");
         let d = detail(s.clone(), json!({}), &j, &|_| false);
         assert_eq!(d.answers[0].value, json!("[hidden]"));
         assert_eq!(d.answers[0].outcome, "accepted");

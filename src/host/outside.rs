@@ -15,7 +15,6 @@ use crate::kept::{self, Event, Refused, Transition};
 use crate::server::task::TaskHost;
 use crate::server::{Env, Server};
 use crate::session::Turn;
-use crate::store::CallStatus;
 
 /// Why it was not taken.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,11 +69,11 @@ fn durable(
     let Some(mut call) = stores.call.load(call_id)? else {
         return Ok(Err(NotTaken::No("not found")));
     };
-    if call.status == CallStatus::Purged {
+    if call.tomb {
         return Ok(Err(NotTaken::No("not found")));
     }
     // It lets a waiting call go on: a wake, as the machine sees it.
-    match kept::transition(call.kept_status(), Event::Wake) {
+    match kept::transition(call.status, Event::Wake) {
         Transition::To(_) => {}
         Transition::No(Refused::Running) => return Ok(Err(NotTaken::Busy)),
         Transition::No(why) => return Ok(Err(NotTaken::No(why.why()))),
@@ -83,6 +82,7 @@ fn durable(
     if let Err(why) = call.journal.take_outside(what, env.now_ms) {
         return Ok(Err(NotTaken::No(why)));
     }
+    call.status = kept::summary::paused(&call.journal);
     call.updated_ms = env.now_ms;
     stores.call.save(call_id, &call)?;
     Ok(Ok(Vec::new()))

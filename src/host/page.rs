@@ -23,7 +23,6 @@ use crate::engine::{Journal, Outside};
 use crate::error::{ErrorKind, McpError};
 use crate::http::{Body, HttpRequest, HttpResponse};
 use crate::server::{error_response, Env, Server};
-use crate::store::CallStatus;
 
 /// The parameter a page request names its elicitation with.
 pub const ELICITATION_PARAM: &str = "elicitationId";
@@ -352,7 +351,7 @@ fn with_journal<R>(
             let Some(mut call) = stores.call.load(call_id)? else {
                 return Ok(None);
             };
-            if call.status == CallStatus::Completed {
+            if call.status.is_final() || call.tomb {
                 return Ok(None);
             }
             let (r, changed) = f(&mut call.journal);

@@ -151,7 +151,18 @@ pub fn base(id: String, kind: Kind, tool: String, status: Status, j: &Journal) -
     }
 }
 
-/// A paused call's status: parked when its last round was, else waiting.
+/// How a call that ended ended, as its trail's last mark says: failed,
+/// or completed (a round that ended cancelled by its client answered it
+/// with its end).
+pub fn finished(j: &Journal) -> Status {
+    match last_end(j) {
+        Some((RoundEnd::Failed, _)) => Status::Failed,
+        _ => Status::Completed,
+    }
+}
+
+/// A paused call's status: parked when its last round was (or an
+/// operator holds it), else waiting.
 pub fn paused(j: &Journal) -> Status {
     if j.held.is_some() {
         return Status::Parked;

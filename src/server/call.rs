@@ -21,8 +21,9 @@ use crate::engine::{
 };
 use crate::error::{ErrorKind, McpError};
 use crate::kept;
+use crate::kept::summary::{finished, paused};
 use crate::protocol::params::State;
-use crate::store::{CallStatus, CallStore, StoredCall, StoredReply};
+use crate::store::{CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
 
 /// Journals larger than this stay out of the token in durable mode (the DO
@@ -356,7 +357,7 @@ impl<'a> Call<'a> {
             }
             Step::Done(v) => ending.done(v, said, before),
             Step::Refused(m) => {
-                ending.store(before.as_ref(), true, CallStatus::Completed, None)?;
+                ending.store(before.as_ref(), true, finished, None)?;
                 Err(McpError::invalid_params(m))
             }
             // Release the claim so a corrected retry (or, parked, the same
@@ -367,7 +368,7 @@ impl<'a> Call<'a> {
             Step::Failed(e) | Step::Parked(e) => {
                 let parked = end == RoundEnd::Parked;
                 let row = before.as_ref().filter(|_| claimed || parked);
-                ending.store(row, false, CallStatus::AwaitingInput, None)?;
+                ending.store(row, false, paused, None)?;
                 Err(e)
             }
         }
@@ -533,7 +534,8 @@ impl<'a> Call<'a> {
         round::record(server, Some(&mut journal), RoundEnd::Paused, None, ended);
         let row = StoredCall {
             version: journal.round,
-            status: CallStatus::AwaitingInput,
+            status: paused(&journal),
+            tomb: false,
             claimed_at_ms: 0,
             journal,
             last_reply: Some(stored),
@@ -573,7 +575,7 @@ impl Ending<'_> {
             Some((_, b)) => Some(stored_reply(b.round, &self.call.answers_digest, &round)?),
             None => None,
         };
-        self.store(before.as_ref(), true, CallStatus::Completed, reply)?;
+        self.store(before.as_ref(), true, finished, reply)?;
         Ok(round)
     }
 
@@ -583,7 +585,7 @@ impl Ending<'_> {
         &self,
         row: Option<&(&Durable<'_>, Journal)>,
         answers: bool,
-        status: CallStatus,
+        status: fn(&Journal) -> kept::Status,
         reply: Option<StoredReply>,
     ) -> Result<(), McpError> {
         let Some((d, before)) = row else {
@@ -606,7 +608,7 @@ impl Ending<'_> {
             j.accept_answers(self.input.answers.clone());
         }
         round::record(self.server, Some(&mut j), self.end, self.why, self.ended);
-        finish((self.server, self.ended), d, &j, status, reply)
+        finish((self.server, self.ended), d, &j, status(&j), reply)
     }
 }
 
@@ -620,7 +622,7 @@ fn still_ours(before: &Option<(&Durable<'_>, Journal)>, end: RoundEnd) -> Result
     let Some(status) = d.store.status(&d.call_id)? else {
         return Ok(());
     };
-    match kept::may_store(status.kept(), end) {
+    match kept::may_store(status, end) {
         Ok(_) => Ok(()),
         Err(kept::Refused::Cancelled) => Err(cancelled_by_operator()),
         Err(_) => Err(refused("already used (this round was answered before)")),
@@ -784,7 +786,8 @@ fn rebuilt(d: &Durable<'_>, c: &Claims, now_ms: u64) -> Result<Claimed, McpError
     j.round = c.round;
     let row = StoredCall {
         version: j.round,
-        status: CallStatus::Running,
+        status: kept::Status::Working,
+        tomb: false,
         claimed_at_ms: now_ms,
         journal: j.clone(),
         last_reply: None,
@@ -806,11 +809,11 @@ fn claim_row(
     // A claim older than the timeout died with its isolate: the call
     // waits for this retry as if it had never been claimed.
     let stale =
-        s.status == CallStatus::Running && now_ms.saturating_sub(s.claimed_at_ms) >= timeout_ms;
+        s.status == kept::Status::Working && now_ms.saturating_sub(s.claimed_at_ms) >= timeout_ms;
     let status = if stale {
         kept::Status::Waiting
     } else {
-        s.kept_status()
+        s.status
     };
     match kept::transition(status, kept::Event::Claim) {
         kept::Transition::No(kept::Refused::Cancelled) => Err(cancelled_by_operator()),
@@ -863,12 +866,13 @@ fn finish(
     (server, ended): (&Server, &round::Ended<'_>),
     d: &Durable<'_>,
     journal: &Journal,
-    status: CallStatus,
+    status: kept::Status,
     last_reply: Option<StoredReply>,
 ) -> Result<(), McpError> {
     let row = StoredCall {
         version: journal.round,
         status,
+        tomb: false,
         claimed_at_ms: ended.now_ms,
         journal: journal.clone(),
         last_reply,
@@ -910,7 +914,8 @@ fn save_or_fail(
     );
     let end = StoredCall {
         version: row.version,
-        status: CallStatus::Completed,
+        status: kept::Status::Failed,
+        tomb: false,
         claimed_at_ms: 0,
         journal,
         last_reply: None,

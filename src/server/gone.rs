@@ -15,7 +15,7 @@ use crate::engine::{digest_json, Invocation, RoundEnd};
 use crate::error::McpError;
 use crate::kept::{self, Event, Transition};
 use crate::protocol::{ClientRequest, Request};
-use crate::store::{CallStatus, StoredCall};
+use crate::store::StoredCall;
 use crate::token::{self, Binding};
 
 /// What a retry of a durable call gets when its tool `gone` is not served.
@@ -72,15 +72,13 @@ fn park(
     mut row: StoredCall,
     gone: &McpError,
 ) -> Result<(), McpError> {
-    row.status = CallStatus::AwaitingInput;
+    // A claim it still had died with its isolate: the call waits.
+    row.status = kept::summary::paused(&row.journal);
     row.claimed_at_ms = 0;
     row.updated_ms = ctx.env.now_ms;
     let parked = kept::summary::last_end(&row.journal)
         .is_some_and(|(end, why)| end == RoundEnd::Parked && why.as_deref() == Some(&gone.message));
-    let stops = matches!(
-        kept::transition(row.kept_status(), Event::Stop),
-        Transition::To(_)
-    );
+    let stops = matches!(kept::transition(row.status, Event::Stop), Transition::To(_));
     if stops && !parked {
         let tool = row
             .journal
@@ -107,5 +105,6 @@ fn park(
             &ended,
         );
     }
+    row.status = kept::summary::paused(&row.journal);
     d.store.save(&d.call_id, &row)
 }

@@ -15,32 +15,21 @@ use crate::error::McpError;
 use crate::kept::summary;
 use crate::kept::{CallSummary, Kind, Status};
 
-/// How far a durable call has got.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallStatus {
-    /// Waiting for the client's answers to round `version`.
-    AwaitingInput,
-    /// A round is running right now (claimed at `claimed_at_ms`).
-    Running,
-    /// Finished; later retries are replays.
-    Completed,
-    /// Cancelled by an operator: a retry gets `-32800`.
-    Cancelled,
-    /// A tombstone (see [`crate::kept`]): a finished call purged by an
-    /// operator or past its retention, kept unlisted until no token can
-    /// name it, so a token still naming it gets its end (its last trail
-    /// mark and reply), never a rebuild.
-    Purged,
-}
-
 /// One durable call as stored.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredCall {
     /// The journal version: the round a retry must continue from.
     pub version: u32,
-    /// Where the call is.
-    pub status: CallStatus,
+    /// Where the call is ([`crate::kept`]): a claimed row is `working`,
+    /// a paused one `waiting` (or `parked`), a finished one `completed`,
+    /// `failed` or `cancelled`.
+    pub status: Status,
+    /// A tombstone (see [`crate::kept`]): a finished call purged by an
+    /// operator or past its retention, kept unlisted until no token can
+    /// name it, so a token still naming it gets its end (its last trail
+    /// mark and reply, its status), never a rebuild.
+    #[serde(default)]
+    pub tomb: bool,
     /// When the running round was claimed (ms since the epoch).
     pub claimed_at_ms: u64,
     /// The journal.
@@ -67,28 +56,7 @@ pub struct StoredReply {
 }
 
 impl StoredCall {
-    /// Where the call is in its lifecycle ([`crate::kept`]). A tombstone
-    /// is where it ended.
-    pub fn kept_status(&self) -> Status {
-        let j = &self.journal;
-        let ended = || match summary::last_end(j) {
-            Some((RoundEnd::Failed, _)) => Status::Failed,
-            Some((RoundEnd::Cancelled, _)) => Status::Cancelled,
-            _ => Status::Completed,
-        };
-        match self.status {
-            CallStatus::Running => Status::Working,
-            CallStatus::AwaitingInput => summary::paused(j),
-            CallStatus::Completed => match ended() {
-                Status::Cancelled => Status::Completed,
-                s => s,
-            },
-            CallStatus::Cancelled => Status::Cancelled,
-            CallStatus::Purged => ended(),
-        }
-    }
-
-    /// The tombstone this finished call leaves (see [`CallStatus::Purged`]):
+    /// The tombstone this finished call leaves (see [`StoredCall::tomb`]):
     /// its end (the last mark of its trail, the reply an exact retry
     /// gets), nothing of its answers or effects.
     pub fn tombstone(&self) -> StoredCall {
@@ -110,7 +78,8 @@ impl StoredCall {
         }
         StoredCall {
             version: self.version,
-            status: CallStatus::Purged,
+            status: self.status,
+            tomb: true,
             claimed_at_ms: 0,
             journal,
             last_reply: self.last_reply.clone(),
@@ -120,13 +89,13 @@ impl StoredCall {
 
     /// Finished and still whole: what retention makes a tombstone.
     pub fn retained(&self) -> bool {
-        matches!(self.status, CallStatus::Completed | CallStatus::Cancelled)
+        self.status.is_final() && !self.tomb
     }
 
     /// The call as an operator's listing shows it (admin id `d.<id>`).
     pub fn summary(&self, call_id: &str) -> CallSummary {
         let j = &self.journal;
-        let status = self.kept_status();
+        let status = self.status;
         let tool = j
             .invocation
             .as_ref()
@@ -152,8 +121,9 @@ impl StoredCall {
 pub struct CallRow {
     /// `version` (the round).
     pub version: i64,
-    /// `status`: `awaiting_input`, `running`, `completed`, `cancelled`
-    /// or `purged`.
+    /// `status`: the call's ([`Status::as_str`]), or `purged` for a
+    /// tombstone (rows written before there was one status say
+    /// `awaiting_input` or `running`: see [`read_status`]).
     pub status: String,
     /// `claimed_at` (ms).
     pub claimed_at: i64,
@@ -176,13 +146,17 @@ impl CallRow {
         call: &StoredCall,
         base: Option<(&Journal, &log::Manifest)>,
     ) -> Result<(Self, log::Rows, log::Manifest), McpError> {
-        let status = serde_json::to_value(call.status).map_err(row_error)?;
         // A tombstone keeps none of the call's log.
-        let base = base.filter(|_| call.status != CallStatus::Purged);
+        let base = base.filter(|_| !call.tomb);
         let (rows, manifest) = log::save(&call.journal, base)?;
         let row = Self {
             version: i64::from(call.version),
-            status: status.as_str().unwrap_or("running").to_string(),
+            status: if call.tomb {
+                TOMB
+            } else {
+                call.status.as_str()
+            }
+            .to_string(),
             claimed_at: i64::try_from(call.claimed_at_ms).unwrap_or(i64::MAX),
             journal: rows.head.clone(),
             reply: call
@@ -221,11 +195,11 @@ impl CallRow {
     }
 
     fn with(self, journal: Journal) -> Result<StoredCall, McpError> {
-        let status: CallStatus =
-            serde_json::from_value(serde_json::Value::String(self.status)).map_err(row_error)?;
+        let (status, tomb) = read_status(&self.status, &journal)?;
         Ok(StoredCall {
             version: u32::try_from(self.version).unwrap_or(0),
             status,
+            tomb,
             claimed_at_ms: u64::try_from(self.claimed_at).unwrap_or(0),
             journal,
             last_reply: self
@@ -236,6 +210,36 @@ impl CallRow {
             updated_ms: u64::try_from(self.updated_at).unwrap_or(0),
         })
     }
+}
+
+/// A tombstone's row status.
+const TOMB: &str = "purged";
+
+/// A row's status word as the call's status, and whether it is a
+/// tombstone. A tombstone's status is where its call ended, as its trail's
+/// last mark says. Rows written before there was one status named a
+/// parked call `awaiting_input` (its journal says it is parked) and a
+/// failed one `completed` (its trail says it failed).
+fn read_status(word: &str, j: &Journal) -> Result<(Status, bool), McpError> {
+    let ended = || match summary::last_end(j) {
+        Some((RoundEnd::Failed, _)) => Status::Failed,
+        Some((RoundEnd::Cancelled, _)) => Status::Cancelled,
+        _ => Status::Completed,
+    };
+    Ok(match word {
+        TOMB => (ended(), true),
+        "awaiting_input" => (summary::paused(j), false),
+        "completed" if ended() == Status::Failed => (Status::Failed, false),
+        _ => (status_word(word)?, false),
+    })
+}
+
+/// A row's status word alone (a tombstone is a finished call).
+pub(crate) fn status_word(word: &str) -> Result<Status, McpError> {
+    if word == TOMB {
+        return Ok(Status::Completed);
+    }
+    serde_json::from_value(serde_json::Value::String(word.to_string())).map_err(row_error)
 }
 
 fn row_error(e: serde_json::Error) -> McpError {
@@ -252,7 +256,7 @@ pub trait CallStore {
     /// Call `id`'s status alone, if it is stored: what a round that
     /// awaited reads again before it stores its end, without reading (and
     /// parsing) the journal.
-    fn status(&self, id: &str) -> Result<Option<CallStatus>, McpError> {
+    fn status(&self, id: &str) -> Result<Option<Status>, McpError> {
         Ok(self.load(id)?.map(|c| c.status))
     }
     /// Marks call `id` running since `now_ms` (a round's claim): its
@@ -270,25 +274,6 @@ pub trait CallStore {
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
     /// Forgets call `id`.
     fn delete(&self, id: &str) -> Result<(), McpError>;
-}
-
-impl CallStatus {
-    /// Where a call with this status is, as far as the status alone tells
-    /// ([`StoredCall::kept_status`] reads its trail too: a completed row
-    /// may have failed, a waiting one may be parked).
-    pub fn kept(self) -> Status {
-        match self {
-            Self::AwaitingInput => Status::Waiting,
-            Self::Running => Status::Working,
-            Self::Completed | Self::Purged => Status::Completed,
-            Self::Cancelled => Status::Cancelled,
-        }
-    }
-
-    /// Nothing will happen to it any more.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Cancelled | Self::Purged)
-    }
 }
 
 /// A `CallStore` in memory, for tests and benches: rows as the Worker's
@@ -410,14 +395,12 @@ impl CallStore for MemoryStore {
         Ok(Some(call))
     }
 
-    fn status(&self, id: &str) -> Result<Option<CallStatus>, McpError> {
+    fn status(&self, id: &str) -> Result<Option<Status>, McpError> {
         let rows = self.rows.borrow();
         let Some((row, _)) = rows.get(id) else {
             return Ok(None);
         };
-        serde_json::from_value(serde_json::Value::String(row.status.clone()))
-            .map(Some)
-            .map_err(row_error)
+        status_word(&row.status).map(Some)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> Result<(), McpError> {
@@ -429,12 +412,12 @@ impl CallStore for MemoryStore {
         let Some((row, _)) = rows.get_mut(id) else {
             return Ok(());
         };
-        row.status = "running".into();
+        row.status = Status::Working.as_str().into();
         row.claimed_at = i64::try_from(now_ms).unwrap_or(i64::MAX);
         row.updated_at = row.claimed_at;
         self.wrote(1, 32);
         self.warm.touch(id, |c| {
-            c.status = CallStatus::Running;
+            c.status = Status::Working;
             c.claimed_at_ms = now_ms;
             c.updated_ms = now_ms;
         });
@@ -473,7 +456,7 @@ impl CallStore for MemoryStore {
         self.rows
             .borrow()
             .iter()
-            .filter(|(_, (row, _))| row.status != "purged")
+            .filter(|(_, (row, _))| row.status != TOMB)
             .map(|(k, (row, _))| Ok((k.clone(), row.clone().call()?)))
             .collect()
     }

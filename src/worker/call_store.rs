@@ -5,7 +5,8 @@ use worker::{SqlStorage, SqlStorageValue};
 
 use super::log_rows::{self, Held};
 use crate::error::McpError;
-use crate::store::{CallRow, CallStatus, CallStore, StoredCall};
+use crate::kept;
+use crate::store::{CallRow, CallStore, StoredCall};
 
 /// A [`CallStore`] over the object's SQLite database: a row per call, keyed
 /// by call id (a shard's object holds many), and its journal's log
@@ -166,7 +167,7 @@ impl CallStore for SqliteStore<'_> {
         Ok(Some(call))
     }
 
-    fn status(&self, id: &str) -> std::result::Result<Option<CallStatus>, McpError> {
+    fn status(&self, id: &str) -> std::result::Result<Option<kept::Status>, McpError> {
         let rows = super::sql::rows::<Status>(
             &self.sql,
             "SELECT status FROM durable_calls WHERE id = ?",
@@ -177,9 +178,7 @@ impl CallStore for SqliteStore<'_> {
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        serde_json::from_value(serde_json::Value::String(row.status))
-            .map(Some)
-            .map_err(storage_error)
+        crate::store::status_word(&row.status).map(Some)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {
@@ -190,13 +189,13 @@ impl CallStore for SqliteStore<'_> {
     fn claim(&self, id: &str, now_ms: u64) -> std::result::Result<(), McpError> {
         self.sql
             .exec(
-                "UPDATE durable_calls SET status = 'running', claimed_at = ?, updated_at = ? WHERE id = ?",
+                "UPDATE durable_calls SET status = 'working', claimed_at = ?, updated_at = ? WHERE id = ?",
                 vec![int(now_ms), int(now_ms), SqlStorageValue::from(id.to_string())],
             )
             .map_err(storage_error)
             .inspect_err(|_| self.held.calls.forget(id))?;
         self.held.calls.touch(id, |c| {
-            c.status = CallStatus::Running;
+            c.status = kept::Status::Working;
             c.claimed_at_ms = now_ms;
             c.updated_ms = now_ms;
         });
@@ -261,7 +260,7 @@ impl CallStore for SqliteStore<'_> {
         let finished = super::sql::rows::<Row>(
             &self.sql,
             "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
-             WHERE status IN ('completed', 'cancelled') AND updated_at <= ?",
+             WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= ?",
             vec![int(now_ms.saturating_sub(retain_ms))],
         )
         .map_err(storage_error)?
@@ -272,7 +271,7 @@ impl CallStore for SqliteStore<'_> {
         }
         let next = super::sql::rows::<Oldest>(
             &self.sql,
-            "SELECT min(CASE WHEN status IN ('completed', 'cancelled') THEN updated_at + ? \
+            "SELECT min(CASE WHEN status IN ('completed', 'failed', 'cancelled') THEN updated_at + ? \
              ELSE updated_at + ? END) AS oldest FROM durable_calls",
             vec![int(retain_ms), int(ttl_ms)],
         )

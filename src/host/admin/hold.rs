@@ -14,7 +14,6 @@ use crate::error::McpError;
 use crate::kept::{self, Event, Status, Transition};
 use crate::server::task::TaskHost;
 use crate::server::{Env, Server};
-use crate::store::CallStatus;
 
 /// Pauses (`hold`) or resumes the calls named, for `operator`.
 pub(super) fn hold(
@@ -85,16 +84,16 @@ fn durable(
     let Some(mut call) = stores.call.load(call_id)? else {
         return Ok(Err("not found"));
     };
-    if call.status == CallStatus::Purged {
+    if call.tomb {
         return Ok(Err("not found"));
     }
     // A claimed row is `working` (skipped: `running`), even a claim past
     // its timeout: the next retry takes that over (`server/call.rs`), and
     // the pause goes in once it has ended.
-    let status = call.kept_status();
-    if let Err(why) = change.apply(status, &mut call.journal) {
+    if let Err(why) = change.apply(call.status, &mut call.journal) {
         return Ok(Err(why));
     }
+    call.status = summary::paused(&call.journal);
     call.updated_ms = change.now_ms;
     stores.call.save(call_id, &call)?;
     Ok(Ok(()))

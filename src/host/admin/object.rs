@@ -19,7 +19,6 @@ use crate::kept::{self, Event, Transition};
 use crate::replay::PausedCall;
 use crate::server::task::TaskHost;
 use crate::server::{error_response, Env, Server};
-use crate::store::CallStatus;
 
 /// The internal header that carries the operation.
 pub(crate) const ADMIN_HEADER: &str = "x-durable-mcp-admin";
@@ -237,7 +236,7 @@ fn show(server: &Server, stores: &Stores<'_>, id: &str) -> Result<CallDetail, Mc
         let call = stores
             .call
             .load(call_id)?
-            .filter(|c| c.status != CallStatus::Purged)
+            .filter(|c| !c.tomb)
             .ok_or_else(|| not_found(id))?;
         let s = call.summary(call_id);
         let args = call
@@ -315,16 +314,16 @@ fn cancel_durable(
     let Some(mut call) = stores.call.load(call_id)? else {
         return Ok(Err("not found"));
     };
-    if call.status == CallStatus::Purged {
+    if call.tomb {
         return Ok(Err("not found"));
     }
-    if let Transition::No(why) = kept::transition(call.kept_status(), Event::Cancel) {
+    if let Transition::No(why) = kept::transition(call.status, Event::Cancel) {
         return Ok(Err(why.why()));
     }
     // A round running at this moment (a claim is held only while one
     // awaits) finds this when it ends and stores nothing over it: its
     // client, and every retry, gets `-32800`.
-    call.status = CallStatus::Cancelled;
+    call.status = kept::Status::Cancelled;
     call.updated_ms = now_ms;
     call.last_reply = None;
     call.journal.pending.clear();
@@ -425,8 +424,8 @@ fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
     each(ids, |id, keeper, effects| match keeper {
         Keeper::Durable(call_id) => Ok(match stores.call.load(call_id)? {
             // Purged already: nothing more to do (purge is idempotent).
-            Some(c) if c.status == CallStatus::Purged => Ok(()),
-            Some(c) => match kept::transition(c.kept_status(), Event::Purge) {
+            Some(c) if c.tomb => Ok(()),
+            Some(c) => match kept::transition(c.status, Event::Purge) {
                 // Kept, unlisted, until no token can name it: a token
                 // still naming it gets its end, never a rebuild.
                 Transition::Tombstone => {

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 use crate::{assert_error, Harness};
 use durable_mcp::engine::{form, Cx, ToolError};
-use durable_mcp::store::{CallStatus, CallStore};
+use durable_mcp::kept::Status;
+use durable_mcp::store::CallStore;
 use durable_mcp::testing::TestServer;
 use durable_mcp::token::KeyRing;
 use durable_mcp::{text, CallToolResult, McpError, Tool};
@@ -196,7 +197,7 @@ fn a_concurrent_retry_of_a_running_round_conflicts() {
     for object in h.objects.values() {
         for id in object.call.ids() {
             let mut call = object.call.load(&id).expect("load").expect("stored");
-            call.status = CallStatus::Running;
+            call.status = Status::Working;
             call.claimed_at_ms = h.now_ms;
             object.call.save(&id, &call).expect("save");
         }

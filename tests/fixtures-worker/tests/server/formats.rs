@@ -8,7 +8,8 @@
 use serde_json::{json, Value};
 
 use crate::{assert_error, Harness};
-use durable_mcp::store::{CallRow, CallStatus, CallStore};
+use durable_mcp::kept::Status;
+use durable_mcp::store::{CallRow, CallStore};
 use durable_mcp::testing::TestServer;
 
 fn fixture() -> Value {
@@ -41,7 +42,8 @@ fn a_durable_call_row_of_the_v1_format_is_read_and_the_call_goes_on() {
     let (mut h, f) = then();
     let row: CallRow = serde_json::from_value(f["call_row"].clone()).expect("the row parses");
     let call = row.call().expect("the row reads");
-    assert_eq!(call.status, CallStatus::AwaitingInput);
+    // Stored as `awaiting_input`, before there was one status.
+    assert_eq!(call.status, Status::Waiting);
     assert_eq!(call.journal.v, 1);
     assert!(call.journal.pending.contains_key("target"));
     // The row in its object (as a Worker's storage would still hold it),
