@@ -15,8 +15,9 @@
 // It reads every Durable Object's SQLite file under <dir>/v3/do (or under
 // <dir> itself when there is no v3/do: a plain workerd's localDisk), the
 // tables src/worker/*_store.rs write:
-//   - durable_calls (id, status, journal, …): each call not `completed`
-//     (`awaiting_input`, or `running`: a round claimed and not finished);
+//   - durable_calls (id, status, journal, …): each call not finished
+//     (`waiting`, `parked`, or `working`: a round claimed and not finished;
+//     rows stored before there was one status: `awaiting_input`, `running`);
 //     its tool and arguments are the journal's `invocation`.
 //   - session_calls (stream, json: a SessionCall) beside session_meta (json:
 //     the session): each `tools/call` whose state is not final (completed,
@@ -163,7 +164,7 @@ function pausedIn(db, file, notes) {
   const tables = new Set(db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((r) => r.name));
   const out = [];
   if (tables.has('durable_calls')) {
-    const rows = db.prepare("SELECT id, status, journal FROM durable_calls WHERE status <> 'completed' ORDER BY id").all();
+    const rows = db.prepare("SELECT id, status, journal FROM durable_calls WHERE status NOT IN ('completed', 'failed', 'cancelled', 'purged') ORDER BY id").all();
     for (const row of rows) {
       const journal = assemble(db, tables, row.id, parseExact(row.journal));
       const inv = journal.invocation;
