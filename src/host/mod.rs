@@ -23,6 +23,7 @@ pub mod admin;
 mod auth;
 mod cors;
 mod inbound;
+mod kept;
 mod object;
 mod outside;
 pub mod page;

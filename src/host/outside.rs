@@ -6,13 +6,13 @@
 //! task's (its alarm runs it now). The one place a page and the admin API
 //! reach a waiting call; the machine ([`kept`]) says whether it may.
 
+use super::kept;
 use super::Stores;
 use crate::effects::Effect;
 use crate::elicitation::Home;
 use crate::engine::Outside;
 use crate::error::McpError;
-use crate::kept::{self, Event, Refused, Transition};
-use crate::server::task::TaskHost;
+use crate::kept::{Event, Refused, Transition};
 use crate::server::{Env, Server};
 use crate::session::Turn;
 
@@ -27,63 +27,46 @@ pub(crate) enum NotTaken {
 
 /// Delivers `what` to the call kept at `home`. `turn` is the request that
 /// brought it (a page's); `None` for an operator's.
-pub(crate) async fn deliver(
+pub(crate) async fn deliver<'s>(
     server: &Server,
     env: &Env,
-    stores: &Stores<'_>,
+    stores: &'s Stores<'s>,
     turn: Option<Turn>,
     home: &Home,
     what: Outside,
 ) -> Result<Result<Vec<Effect>, NotTaken>, McpError> {
-    match home {
-        Home::Call(call_id) => durable(stores, env, call_id, what),
-        Home::Session(_, call_id) => {
-            let done =
-                crate::session::take_outside(server, stores.session, env, turn, call_id, what)
-                    .await?;
-            Ok(match done {
-                Ok(pushes) => Ok(pushes.into_iter().map(Effect::Push).collect()),
-                Err(crate::session::Refused::Busy) => Err(NotTaken::Busy),
-                Err(crate::session::Refused::Not(why)) => Err(NotTaken::No(why)),
-            })
-        }
-        Home::Task(task_id) => {
-            let host = TaskHost {
-                task_id: task_id.clone(),
-                store: stores.task,
-            };
-            let done = crate::server::task::take_outside(server, &host, env.now_ms, what)?;
-            Ok(done.map_err(NotTaken::No))
-        }
+    if let Home::Session(_, call_id) = home {
+        return session(server, env, stores, turn, call_id, what).await;
     }
-}
-
-/// A durable call takes it into its journal; its client's next retry
-/// runs the round.
-fn durable(
-    stores: &Stores<'_>,
-    env: &Env,
-    call_id: &str,
-    what: Outside,
-) -> Result<Result<Vec<Effect>, NotTaken>, McpError> {
-    let Some(mut call) = stores.call.load(call_id)? else {
+    let Some(k) = kept::load(stores, home)?.filter(|k| !k.tomb()) else {
         return Ok(Err(NotTaken::No("not found")));
     };
-    if call.tomb {
-        return Ok(Err(NotTaken::No("not found")));
-    }
     // It lets a waiting call go on: a wake, as the machine sees it.
-    match kept::transition(call.status, Event::Wake) {
+    match crate::kept::transition(k.status(), Event::Wake) {
         Transition::To(_) => {}
         Transition::No(Refused::Running) => return Ok(Err(NotTaken::Busy)),
         Transition::No(why) => return Ok(Err(NotTaken::No(why.why()))),
         Transition::Tombstone | Transition::Gone => return Ok(Err(NotTaken::No("not found"))),
     }
-    if let Err(why) = call.journal.take_outside(what, env.now_ms) {
-        return Ok(Err(NotTaken::No(why)));
-    }
-    call.status = kept::summary::paused(&call.journal);
-    call.updated_ms = env.now_ms;
-    stores.call.save(call_id, &call)?;
-    Ok(Ok(Vec::new()))
+    Ok(k.take_outside(server, env.now_ms, what)?
+        .map_err(NotTaken::No))
+}
+
+/// A session's call takes it and runs its next round now: what that says
+/// goes to its stream.
+async fn session(
+    server: &Server,
+    env: &Env,
+    stores: &Stores<'_>,
+    turn: Option<Turn>,
+    call_id: &str,
+    what: Outside,
+) -> Result<Result<Vec<Effect>, NotTaken>, McpError> {
+    let done =
+        crate::session::take_outside(server, stores.session, env, turn, call_id, what).await?;
+    Ok(match done {
+        Ok(pushes) => Ok(pushes.into_iter().map(Effect::Push).collect()),
+        Err(crate::session::Refused::Busy) => Err(NotTaken::Busy),
+        Err(crate::session::Refused::Not(why)) => Err(NotTaken::No(why)),
+    })
 }

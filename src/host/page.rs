@@ -225,7 +225,7 @@ pub async fn serve(server: &Server, req: &HttpRequest, env: &Env, keeper: Keeper
     };
     let question = match (&named, stores) {
         (Some((id, claims)), Some(stores)) => {
-            match with_journal(stores, &claims.home, env.now_ms, |j| {
+            match with_journal(server, stores, &claims.home, env.now_ms, |j| {
                 (j.pending_url(&claims.key, id).map(question_of), false)
             }) {
                 Ok(q) => q.flatten(),
@@ -299,7 +299,7 @@ fn exchange(
     if req.method != "GET" {
         return refused(404);
     }
-    let opened = with_journal(stores, &claims.home, env.now_ms, |j| {
+    let opened = with_journal(server, stores, &claims.home, env.now_ms, |j| {
         let first = j.open_link(&claims.key, id);
         (first, first)
     });
@@ -340,57 +340,25 @@ fn question_of(request: &crate::engine::InputRequest) -> Question {
 /// Runs `f` on the journal of the paused call kept at `home` (`None` when
 /// there is no such call waiting), and stores the journal when `f` says
 /// it changed it.
-fn with_journal<R>(
-    stores: &Stores<'_>,
+fn with_journal<'s, R>(
+    server: &Server,
+    stores: &'s Stores<'s>,
     home: &Home,
     now_ms: u64,
     f: impl FnOnce(&mut Journal) -> (R, bool),
 ) -> Result<Option<R>, McpError> {
-    match home {
-        Home::Call(call_id) => {
-            let Some(mut call) = stores.call.load(call_id)? else {
-                return Ok(None);
-            };
-            if call.status.is_final() || call.tomb {
-                return Ok(None);
-            }
-            let (r, changed) = f(&mut call.journal);
-            if changed {
-                call.updated_ms = now_ms;
-                stores.call.save(call_id, &call)?;
-            }
-            Ok(Some(r))
-        }
-        Home::Session(_, call_id) => {
-            let found = stores
-                .session
-                .calls()?
-                .into_iter()
-                .find(|c| c.call_id == *call_id && !c.state.is_final());
-            let Some(mut call) = found else {
-                return Ok(None);
-            };
-            let (r, changed) = f(&mut call.journal);
-            if changed {
-                stores.session.put_call(&call)?;
-            }
-            Ok(Some(r))
-        }
-        Home::Task(_) => {
-            let Some(mut task) = stores.task.load()? else {
-                return Ok(None);
-            };
-            if task.status.is_terminal() {
-                return Ok(None);
-            }
-            let (r, changed) = f(&mut task.journal);
-            if changed {
-                task.updated_ms = now_ms;
-                stores.task.save(&task)?;
-            }
-            Ok(Some(r))
-        }
+    let Some(mut k) = super::kept::load(stores, home)? else {
+        return Ok(None);
+    };
+    if k.tomb() || k.status().is_final() {
+        return Ok(None);
     }
+    let (r, changed) = f(k.journal());
+    if changed {
+        // A link spent: nothing an index or an alarm acts on changed.
+        k.store(server, now_ms, false)?;
+    }
+    Ok(Some(r))
 }
 
 /// Records the completion where the call is kept; `Err(status)` when it

@@ -6,19 +6,17 @@
 //! running (its end would be stored over the pause), not a finished one.
 
 use super::super::Stores;
-use super::each::{each, Keeper};
-use crate::admin::summary;
-use crate::effects::{Effect, Reply};
+use super::each::each;
+use crate::effects::Reply;
 use crate::engine::Journal;
 use crate::error::McpError;
 use crate::kept::{self, Event, Status, Transition};
-use crate::server::task::TaskHost;
 use crate::server::{Env, Server};
 
 /// Pauses (`hold`) or resumes the calls named, for `operator`.
-pub(super) fn hold(
+pub(super) fn hold<'s>(
     server: &Server,
-    stores: &Stores<'_>,
+    stores: &'s Stores<'s>,
     env: &Env,
     (ids, operator): (&[String], &str),
     hold: bool,
@@ -38,10 +36,20 @@ pub(super) fn hold(
         note,
         now_ms: env.now_ms,
     };
-    each(ids, |id, keeper, effects| match keeper {
-        Keeper::Durable(call_id) => durable(stores, call_id, &change),
-        Keeper::Session => session(stores, id, &change),
-        Keeper::Task => task(server, stores, id, &change, effects),
+    each(stores, ids, |mut k| {
+        if k.tomb() {
+            return Ok(Err("not found"));
+        }
+        // A claimed call is `working` (skipped: `running`), even a durable
+        // claim past its timeout: the next retry takes that over
+        // (`server/call.rs`), and the pause goes in once it has ended.
+        let status = k.status();
+        if let Err(why) = change.apply(status, k.journal()) {
+            return Ok(Err(why));
+        }
+        // Resumed: a task's alarm runs it now.
+        k.store(server, change.now_ms, change.held.is_none())
+            .map(Ok)
     })
 }
 
@@ -74,77 +82,4 @@ impl Change {
         }
         Ok(())
     }
-}
-
-fn durable(
-    stores: &Stores<'_>,
-    call_id: &str,
-    change: &Change,
-) -> Result<Result<(), &'static str>, McpError> {
-    let Some(mut call) = stores.call.load(call_id)? else {
-        return Ok(Err("not found"));
-    };
-    if call.tomb {
-        return Ok(Err("not found"));
-    }
-    // A claimed row is `working` (skipped: `running`), even a claim past
-    // its timeout: the next retry takes that over (`server/call.rs`), and
-    // the pause goes in once it has ended.
-    if let Err(why) = change.apply(call.status, &mut call.journal) {
-        return Ok(Err(why));
-    }
-    call.status = summary::paused(&call.journal);
-    call.updated_ms = change.now_ms;
-    stores.call.save(call_id, &call)?;
-    Ok(Ok(()))
-}
-
-fn session(
-    stores: &Stores<'_>,
-    id: &str,
-    change: &Change,
-) -> Result<Result<(), &'static str>, McpError> {
-    let Some((meta, mut call)) = super::each::session_call(stores, id)? else {
-        return Ok(Err("not found"));
-    };
-    let status = call.summary(&meta).status;
-    if let Err(why) = change.apply(status, &mut call.journal) {
-        return Ok(Err(why));
-    }
-    stores.session.put_call(&call)?;
-    Ok(Ok(()))
-}
-
-fn task(
-    server: &Server,
-    stores: &Stores<'_>,
-    id: &str,
-    change: &Change,
-    effects: &mut Vec<Effect>,
-) -> Result<Result<(), &'static str>, McpError> {
-    let Some(mut t) = stores
-        .task
-        .load()?
-        .filter(|t| summary::task_id(&t.task_id) == id)
-    else {
-        return Ok(Err("not found"));
-    };
-    let status = t.summary().status;
-    if let Err(why) = change.apply(status, &mut t.journal) {
-        return Ok(Err(why));
-    }
-    t.updated_ms = change.now_ms;
-    let host = TaskHost {
-        task_id: t.task_id.clone(),
-        store: stores.task,
-    };
-    // Stored as every change of a task is: the hub's index (what a
-    // listing reads of tasks) hears of it.
-    effects.extend(crate::server::task::store(server, &host, t, change.now_ms)?);
-    // Resumed: its alarm runs it now (a parked task otherwise waits for
-    // its next retry).
-    if change.held.is_none() {
-        effects.push(Effect::WakeAt(change.now_ms));
-    }
-    Ok(Ok(()))
 }

@@ -6,18 +6,17 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
+use super::super::kept::by_id;
 use super::super::Stores;
-use super::each::{each, Keeper};
-use crate::admin::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
+use super::each::each;
+use crate::admin::summary;
 use crate::admin::{CallDetail, CallSummary};
-use crate::effects::{Effect, Reply};
-use crate::engine::{Journal, RoundEnd};
+use crate::effects::Reply;
 use crate::error::McpError;
 use crate::http::{HttpRequest, HttpResponse};
 use crate::index::IndexEntry;
 use crate::kept::{self, Event, Transition};
 use crate::replay::PausedCall;
-use crate::server::task::TaskHost;
 use crate::server::{error_response, Env, Server};
 
 /// The internal header that carries the operation.
@@ -231,186 +230,49 @@ fn not_found(id: &str) -> McpError {
 }
 
 /// One call whole.
-fn show(server: &Server, stores: &Stores<'_>, id: &str) -> Result<CallDetail, McpError> {
-    if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-        let call = stores
-            .call
-            .load(call_id)?
-            .filter(|c| !c.tomb)
-            .ok_or_else(|| not_found(id))?;
-        let s = call.summary(call_id);
-        let args = call
-            .journal
-            .invocation
-            .as_ref()
-            .map(|i| i.arguments.clone())
-            .unwrap_or(Value::Null);
-        let shows = shows(server, &s.tool);
-        return Ok(summary::detail(s, args, &call.journal, &shows));
-    }
-    if id.starts_with(SESSION_PREFIX) {
-        let meta = stores.session.meta()?.ok_or_else(|| not_found(id))?;
-        let calls = stores.session.calls()?;
-        let call = calls
-            .iter()
-            .find(|c| summary::session_call_id(&meta.id, c.admin_key()) == id)
-            .ok_or_else(|| not_found(id))?;
-        let s = call.summary(&meta);
-        let shows = shows(server, &s.tool);
-        let args = call.params.get("arguments").cloned().unwrap_or(Value::Null);
-        return Ok(summary::detail(s, args, &call.journal, &shows));
-    }
-    if id.starts_with(TASK_PREFIX) {
-        let t = stores.task.load()?.ok_or_else(|| not_found(id))?;
-        let s = t.summary();
-        if s.id != id {
-            return Err(not_found(id));
-        }
-        let shows = shows(server, &s.tool);
-        return Ok(summary::detail(s, t.arguments.clone(), &t.journal, &shows));
-    }
-    Err(not_found(id))
+fn show<'s>(server: &Server, stores: &'s Stores<'s>, id: &str) -> Result<CallDetail, McpError> {
+    let k = by_id(stores, id)?
+        .filter(|k| !k.tomb())
+        .ok_or_else(|| not_found(id))?;
+    let s = k.summary();
+    let shows = shows(server, &s.tool);
+    Ok(summary::detail(s, k.arguments(), k.journal_ref(), &shows))
 }
 
 const CANCELLED: &str = "Cancelled by an operator";
 
-/// Cancels the calls named: a durable call's row says so (its client gets
-/// `-32800` when it comes back), a session's call gets that error on its
-/// stream, a task becomes `cancelled`.
-fn cancel(server: &Server, stores: &Stores<'_>, env: &Env, body: &Body) -> Result<Reply, McpError> {
+/// Cancels the calls named, as the machine says ([`kept`]): a durable
+/// call's row says so (its client gets `-32800` when it comes back), a
+/// session's call gets that error on its stream, a task becomes
+/// `cancelled`.
+fn cancel<'s>(
+    server: &Server,
+    stores: &'s Stores<'s>,
+    env: &Env,
+    body: &Body,
+) -> Result<Reply, McpError> {
     let why = if body.operator.is_empty() {
         CANCELLED.to_string()
     } else {
         format!("{CANCELLED} ({})", body.operator)
     };
-    each(&body.ids, |id, keeper, effects| match keeper {
-        Keeper::Durable(call_id) => cancel_durable(stores, call_id, env.now_ms, &why),
-        Keeper::Session => cancel_session_call(stores, id, env.now_ms, &why, effects),
-        Keeper::Task => Ok(match stores.task.load()? {
-            Some(t) if summary::task_id(&t.task_id) == id => {
-                let host = TaskHost {
-                    task_id: t.task_id.clone(),
-                    store: stores.task,
-                };
-                match crate::server::task::cancel_task(server, &host, t, env.now_ms, &why)? {
-                    Some(e) => {
-                        effects.extend(e);
-                        Ok(())
-                    }
-                    None => Err("already finished"),
-                }
-            }
-            _ => Err("not found"),
-        }),
+    each(stores, &body.ids, |k| {
+        if k.tomb() {
+            return Ok(Err("not found"));
+        }
+        if let Transition::No(why) = kept::transition(k.status(), Event::Cancel) {
+            return Ok(Err(why.why()));
+        }
+        k.cancel(server, env.now_ms, &why)
     })
 }
 
-fn cancel_durable(
-    stores: &Stores<'_>,
-    call_id: &str,
-    now_ms: u64,
-    why: &str,
-) -> Result<Result<(), &'static str>, McpError> {
-    let Some(mut call) = stores.call.load(call_id)? else {
-        return Ok(Err("not found"));
-    };
-    if call.tomb {
-        return Ok(Err("not found"));
-    }
-    if let Transition::No(why) = kept::transition(call.status, Event::Cancel) {
-        return Ok(Err(why.why()));
-    }
-    // A round running at this moment (a claim is held only while one
-    // awaits) finds this when it ends and stores nothing over it: its
-    // client, and every retry, gets `-32800`.
-    call.status = kept::Status::Cancelled;
-    call.updated_ms = now_ms;
-    call.last_reply = None;
-    call.journal.pending.clear();
-    call.journal
-        .mark(now_ms, RoundEnd::Cancelled, Some(why), "");
-    stores.call.save(call_id, &call)?;
-    Ok(Ok(()))
-}
-
-fn cancel_session_call(
-    stores: &Stores<'_>,
-    id: &str,
-    now_ms: u64,
-    why: &str,
-    effects: &mut Vec<Effect>,
-) -> Result<Result<(), &'static str>, McpError> {
-    let Some((meta, mut call)) = super::each::session_call(stores, id)? else {
-        return Ok(Err("not found"));
-    };
-    if let Transition::No(why) = kept::transition(call.summary(&meta).status, Event::Cancel) {
-        return Ok(Err(why.why()));
-    }
-    call.state = crate::session::CallState::Cancelled;
-    call.journal
-        .mark(now_ms, RoundEnd::Cancelled, Some(why), "");
-    call.journal = Journal {
-        round: call.journal.round,
-        trail: call.journal.trail.take(),
-        ..Journal::new()
-    };
-    stores.session.put_call(&call)?;
-    // The request gets its answer on its stream: whoever reads it now or
-    // resumes it later learns it was cancelled, and by whom.
-    let cancelled = crate::server::cancelled_by_operator();
-    let message = cancelled.to_response(Some(&call.request_id));
-    if !call.stream.is_empty() {
-        effects.push(Effect::Push(crate::session::logged_push(
-            stores.session,
-            &call.stream,
-            &message,
-        )?));
-    }
-    Ok(Ok(()))
-}
-
 /// The paused calls named, as the deploy check reads them.
-fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpError> {
+fn export<'s>(stores: &'s Stores<'s>, ids: &[String]) -> Result<Vec<PausedCall>, McpError> {
     let mut out = Vec::new();
-    for (id, call) in stores.call.list()? {
-        let admin = summary::durable_id(&id);
-        if !ids.contains(&admin) || call.status.is_final() {
-            continue;
-        }
-        // A listing holds its journal's head: the call whole, its log read.
-        let Some(call) = stores.call.load(&id)? else {
-            continue;
-        };
-        if let Some(inv) = call.journal.invocation.clone() {
-            out.push(PausedCall::new(
-                admin,
-                inv.tool,
-                inv.arguments,
-                call.journal,
-            ));
-        }
-    }
-    if let Some(meta) = stores.session.meta()? {
-        for call in stores.session.calls()? {
-            let admin = summary::session_call_id(&meta.id, call.admin_key());
-            if !ids.contains(&admin)
-                || call.state.is_final()
-                || call.method != crate::protocol::Method::ToolsCall.name()
-            {
-                continue;
-            }
-            out.push(PausedCall::new(
-                admin,
-                call.target().to_string(),
-                call.params["arguments"].clone(),
-                call.journal,
-            ));
-        }
-    }
-    if let Some(t) = stores.task.load()? {
-        let admin = summary::task_id(&t.task_id);
-        if ids.contains(&admin) && !t.status.is_terminal() {
-            out.push(PausedCall::new(admin, t.tool, t.arguments, t.journal));
+    for id in ids {
+        if let Some(p) = by_id(stores, id)?.map(|k| k.paused()).transpose()? {
+            out.extend(p);
         }
     }
     Ok(out)
@@ -420,41 +282,16 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
 /// durable call's row becomes a tombstone (unlisted; its end kept for the
 /// tokens that may still name it, until its TTL); a task's whole object
 /// goes (and its index entry). A session's calls go with the session.
-fn purge(stores: &Stores<'_>, ids: &[String]) -> Result<Reply, McpError> {
-    each(ids, |id, keeper, effects| match keeper {
-        Keeper::Durable(call_id) => Ok(match stores.call.load(call_id)? {
-            // Purged already: nothing more to do (purge is idempotent).
-            Some(c) if c.tomb => Ok(()),
-            Some(c) => match kept::transition(c.status, Event::Purge) {
-                // Kept, unlisted, until no token can name it: a token
-                // still naming it gets its end, never a rebuild.
-                Transition::Tombstone => {
-                    stores.call.save(call_id, &c.tombstone())?;
-                    Ok(())
-                }
-                Transition::No(why) => Err(why.why()),
-                _ => Err("not finished"),
-            },
-            None => Err("not found"),
-        }),
-        Keeper::Task => Ok(match stores.task.load()? {
-            Some(t) if summary::task_id(&t.task_id) == id => {
-                match kept::transition(t.summary().status, Event::Purge) {
-                    // A task id is its own capability and nothing
-                    // rebuilds a task: its object goes whole.
-                    Transition::Tombstone => {
-                        effects.push(Effect::DeleteStorage);
-                        effects.push(Effect::Indexed(crate::index::IndexChange::Remove(
-                            id.to_string(),
-                        )));
-                        Ok(())
-                    }
-                    Transition::No(why) => Err(why.why()),
-                    _ => Err("not finished"),
-                }
-            }
-            _ => Err("not found"),
-        }),
-        Keeper::Session => Ok(Err("a session's calls go with the session (its idle TTL)")),
+fn purge<'s>(stores: &'s Stores<'s>, ids: &[String]) -> Result<Reply, McpError> {
+    each(stores, ids, |k| {
+        // Purged already: nothing more to do (purge is idempotent).
+        if k.tomb() {
+            return Ok(Ok(Vec::new()));
+        }
+        match kept::transition(k.status(), Event::Purge) {
+            Transition::Tombstone => k.purge(),
+            Transition::No(why) => Ok(Err(why.why())),
+            _ => Ok(Err("not finished")),
+        }
     })
 }

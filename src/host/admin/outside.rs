@@ -7,9 +7,9 @@
 
 use serde_json::json;
 
+use super::super::kept::home_of;
 use super::super::outside::{deliver, NotTaken};
 use super::super::Stores;
-use super::each::home_of;
 use crate::admin::Done;
 use crate::effects::Reply;
 use crate::engine::Outside;
@@ -31,10 +31,10 @@ pub(super) struct Act {
 
 /// Answers or rewinds the call at its question, for the operator:
 /// `{"done": [id]}`, or `{"skipped": {id: why}}`.
-pub(super) async fn act(
+pub(super) async fn act<'s>(
     server: &Server,
     env: &Env,
-    stores: &Stores<'_>,
+    stores: &'s Stores<'s>,
     body: Act,
 ) -> Result<Reply, McpError> {
     let Act {
