@@ -87,6 +87,16 @@ pub fn handle_of(id: &str) -> String {
     hex(&Sha256::digest(id.as_bytes())[..8])
 }
 
+/// The handle the index keeps a task's or a session's calls under, from
+/// one of their admin ids: the id up to its second dot (`t.<h>`, or
+/// `s.<h>` of `s.<h>.<call id>`).
+pub fn index_handle(id: &str) -> &str {
+    match id.match_indices('.').nth(1) {
+        Some((at, _)) => &id[..at],
+        None => id,
+    }
+}
+
 /// A durable call's admin id.
 pub fn durable_id(call_id: &str) -> String {
     format!("{DURABLE_PREFIX}{call_id}")
@@ -170,5 +180,18 @@ pub fn paused(j: &Journal) -> Status {
     match last_end(j) {
         Some((RoundEnd::Parked, _)) => Status::Parked,
         _ => Status::Waiting,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_task_or_a_sessions_calls_are_indexed_under_their_handle() {
+        let task = task_id("task-1");
+        assert_eq!(index_handle(&task), task);
+        let call = session_call_id("session-1", "c1");
+        assert_eq!(index_handle(&call), session_handle("session-1"));
     }
 }

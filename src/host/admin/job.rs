@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use super::object::{self, Ask, Body, Entries};
 use super::pages::{self, Page};
 use super::request::{filter_of, query, Op};
-use crate::admin::summary::{DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
+use crate::admin::summary::DURABLE_PREFIX;
 use crate::admin::{CallDetail, CallSummary, Counts, Done, Filter, Kind, Listing, Status};
 use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
@@ -480,14 +480,8 @@ impl Job {
             let route = crate::host::route::is_call_id(call_id, server.config.call_shards);
             return route.then(|| crate::host::route::call_object_name(call_id));
         }
-        let handle = if id.starts_with(TASK_PREFIX) {
-            id
-        } else if let Some(rest) = id.strip_prefix(SESSION_PREFIX) {
-            let h = rest.split('.').next()?;
-            &id[..SESSION_PREFIX.len() + h.len()]
-        } else {
-            return None;
-        };
+        // A task or a session: its object is in the index.
+        let handle = crate::admin::summary::index_handle(id);
         self.entries
             .iter()
             .find(|e| e.handle == handle)

@@ -7,7 +7,7 @@
 
 use serde_json::json;
 
-use super::super::kept::home_of;
+use super::super::kept::by_id;
 use super::super::outside::{deliver, NotTaken};
 use super::super::Stores;
 use crate::admin::Done;
@@ -55,7 +55,8 @@ pub(super) async fn act<'s>(
         },
         None => Outside::Rewind { key: key.clone() },
     };
-    let outcome = match home_of(stores, &id)? {
+    let home = by_id(stores, &id)?.map(|k| k.home());
+    let outcome = match home {
         Some(home) => deliver(server, env, stores, None, &home, what).await?,
         None => Err(NotTaken::No("not found")),
     };

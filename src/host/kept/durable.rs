@@ -5,9 +5,10 @@ use serde_json::Value;
 use super::super::Stores;
 use super::Kept;
 use crate::effects::Effect;
+use crate::elicitation::Home;
 use crate::engine::{Journal, Outside, RoundEnd};
 use crate::error::McpError;
-use crate::kept::summary::{durable_id, paused};
+use crate::kept::summary::{durable_id, paused, DURABLE_PREFIX};
 use crate::kept::{CallSummary, Status};
 use crate::replay::PausedCall;
 use crate::server::Server;
@@ -31,6 +32,17 @@ pub(super) fn load<'s>(
             call,
         }) as Box<dyn Kept + 's>
     }))
+}
+
+/// The durable call an admin id `d.<call id>` names, if this shard keeps it.
+pub(super) fn by_id<'s>(
+    stores: &'s Stores<'s>,
+    id: &str,
+) -> Result<Option<Box<dyn Kept + 's>>, McpError> {
+    match id.strip_prefix(DURABLE_PREFIX) {
+        Some(call_id) => load(stores, call_id),
+        None => Ok(None),
+    }
 }
 
 impl Durable<'_> {
@@ -115,6 +127,10 @@ impl Kept for Durable<'_> {
         // naming it gets its end, never a rebuild.
         self.stores.call.save(&self.id, &self.call.tombstone())?;
         Ok(Ok(Vec::new()))
+    }
+
+    fn home(&self) -> Home {
+        Home::Call(self.id.clone())
     }
 
     fn paused(self: Box<Self>) -> Result<Option<PausedCall>, McpError> {

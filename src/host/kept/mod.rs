@@ -2,8 +2,8 @@
 //! call shard's durable call, a session's call, a task): what an operation
 //! on one call — an operator's cancel, pause, resume, purge, export or
 //! look, a page's question — reads and writes. Each keeper's record is a
-//! [`Kept`] (its own file here); [`load`] and [`home_of`] are the only
-//! places that tell the keepers apart. The machine ([`crate::kept`]) says
+//! [`Kept`] (its own file here), and finds its own calls by admin id;
+//! [`load`] is the one place here that tells the keepers apart. The machine ([`crate::kept`]) says
 //! what an operation may do; a [`Kept`] only stores what it says.
 
 use super::Stores;
@@ -11,7 +11,6 @@ use crate::effects::Effect;
 use crate::elicitation::Home;
 use crate::engine::{Journal, Outside};
 use crate::error::McpError;
-use crate::kept::summary::{self, DURABLE_PREFIX, SESSION_PREFIX, TASK_PREFIX};
 use crate::kept::CallSummary;
 use crate::kept::Status;
 use crate::replay::PausedCall;
@@ -68,6 +67,8 @@ pub(crate) trait Kept {
     fn purge(self: Box<Self>) -> Result<Result<Vec<Effect>, &'static str>, McpError>;
     /// What the deploy check replays of it: a `tools/call` not finished.
     fn paused(self: Box<Self>) -> Result<Option<PausedCall>, McpError>;
+    /// Where it is kept (what a page's id names).
+    fn home(&self) -> Home;
 }
 
 /// The call kept at `home` in this object, if it is here.
@@ -82,32 +83,22 @@ pub(crate) fn load<'s>(
     })
 }
 
-/// Where the call whose admin id is `id` is kept, if this object keeps it
-/// (as a page's elicitation id names it).
-pub(crate) fn home_of(stores: &Stores<'_>, id: &str) -> Result<Option<Home>, McpError> {
-    if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-        return Ok(Some(Home::Call(call_id.to_string())));
-    }
-    if id.starts_with(SESSION_PREFIX) {
-        return session::home_of(stores, id);
-    }
-    if id.starts_with(TASK_PREFIX) {
-        return Ok(stores
-            .task
-            .load()?
-            .filter(|t| summary::task_id(&t.task_id) == id)
-            .map(|t| Home::Task(t.task_id)));
-    }
-    Ok(None)
-}
+/// Finds the call an admin id names in one keeper's storage (`None`:
+/// not one of its ids, or not kept here).
+type ById = for<'s> fn(&'s Stores<'s>, &str) -> Result<Option<Box<dyn Kept + 's>>, McpError>;
+
+/// Every keeper, asked in turn for an admin id (each knows its own ids).
+const KEEPERS: [ById; 3] = [durable::by_id, session::by_id, task::by_id];
 
 /// The call whose admin id is `id`, if this object keeps it.
 pub(crate) fn by_id<'s>(
     stores: &'s Stores<'s>,
     id: &str,
 ) -> Result<Option<Box<dyn Kept + 's>>, McpError> {
-    match home_of(stores, id)? {
-        Some(home) => load(stores, &home),
-        None => Ok(None),
+    for keeper in KEEPERS {
+        if let Some(k) = keeper(stores, id)? {
+            return Ok(Some(k));
+        }
     }
+    Ok(None)
 }

@@ -8,7 +8,7 @@ use crate::effects::Effect;
 use crate::elicitation::Home;
 use crate::engine::{Journal, Outside, RoundEnd};
 use crate::error::McpError;
-use crate::kept::summary::session_call_id;
+use crate::kept::summary::{session_call_id, SESSION_PREFIX};
 use crate::kept::{CallSummary, Status};
 use crate::replay::PausedCall;
 use crate::server::Server;
@@ -32,8 +32,15 @@ pub(super) fn load<'s>(
     Ok(call.map(|call| Box::new(Session { stores, meta, call }) as Box<dyn Kept + 's>))
 }
 
-/// Where the session's call whose admin id is `id` is kept, if here.
-pub(super) fn home_of(stores: &Stores<'_>, id: &str) -> Result<Option<Home>, McpError> {
+/// The session's call an admin id `s.<h>.<call>` names, if this object
+/// keeps it.
+pub(super) fn by_id<'s>(
+    stores: &'s Stores<'s>,
+    id: &str,
+) -> Result<Option<Box<dyn Kept + 's>>, McpError> {
+    if !id.starts_with(SESSION_PREFIX) {
+        return Ok(None);
+    }
     let Some(meta) = stores.session.meta()? else {
         return Ok(None);
     };
@@ -42,7 +49,7 @@ pub(super) fn home_of(stores: &Stores<'_>, id: &str) -> Result<Option<Home>, Mcp
         .calls()?
         .into_iter()
         .find(|c| session_call_id(&meta.id, c.admin_key()) == id);
-    Ok(call.map(|c| Home::Session(meta.id, c.call_id)))
+    Ok(call.map(|call| Box::new(Session { stores, meta, call }) as Box<dyn Kept + 's>))
 }
 
 impl Kept for Session<'_> {
@@ -117,6 +124,10 @@ impl Kept for Session<'_> {
 
     fn purge(self: Box<Self>) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
         Ok(Err("a session's calls go with the session (its idle TTL)"))
+    }
+
+    fn home(&self) -> Home {
+        Home::Session(self.meta.id.clone(), self.call.call_id.clone())
     }
 
     fn paused(self: Box<Self>) -> Result<Option<PausedCall>, McpError> {

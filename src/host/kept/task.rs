@@ -5,9 +5,10 @@ use serde_json::Value;
 use super::super::Stores;
 use super::Kept;
 use crate::effects::Effect;
+use crate::elicitation::Home;
 use crate::engine::{Journal, Outside};
 use crate::error::McpError;
-use crate::kept::summary::task_id;
+use crate::kept::summary::{task_id, TASK_PREFIX};
 use crate::kept::{CallSummary, Status};
 use crate::replay::PausedCall;
 use crate::server::task::{TaskHost, TaskRecord};
@@ -25,6 +26,17 @@ pub(super) fn load<'s>(
 ) -> Result<Option<Box<dyn Kept + 's>>, McpError> {
     let task = stores.task.load()?.filter(which);
     Ok(task.map(|task| Box::new(Task { stores, task }) as Box<dyn Kept + 's>))
+}
+
+/// The task an admin id `t.<h>` names, if this object holds it.
+pub(super) fn by_id<'s>(
+    stores: &'s Stores<'s>,
+    id: &str,
+) -> Result<Option<Box<dyn Kept + 's>>, McpError> {
+    if !id.starts_with(TASK_PREFIX) {
+        return Ok(None);
+    }
+    load(stores, |t| task_id(&t.task_id) == id)
 }
 
 impl<'s> Task<'s> {
@@ -107,6 +119,10 @@ impl Kept for Task<'_> {
             Effect::DeleteStorage,
             Effect::Indexed(crate::index::IndexChange::Remove(id)),
         ]))
+    }
+
+    fn home(&self) -> Home {
+        Home::Task(self.task.task_id.clone())
     }
 
     fn paused(self: Box<Self>) -> Result<Option<PausedCall>, McpError> {
