@@ -225,17 +225,7 @@ impl<'a> Call<'a> {
                 binding,
             )?);
         }
-        call.durable = match (input.target.durable(), ctx.durable, &call.claims) {
-            (false, _, _) => None,
-            (true, Some(d), _) => Some(d),
-            // State minted before the tool became durable (a deploy in between).
-            (true, None, Some(_)) => return Err(refused("issued before this tool became durable")),
-            (true, None, None) => {
-                return Err(McpError::internal(
-                    "a durable tool was called outside its Durable Object (routing bug)",
-                ))
-            }
-        };
+        call.durable = kept_in(input, ctx, call.claims.is_some())?;
         if call.durable.is_some() {
             call.answers_digest = digest_answers(&input.answers);
         }
@@ -356,21 +346,8 @@ impl<'a> Call<'a> {
                 self.pause(server, input, ctx, requests, journal, said, &ended)
             }
             Step::Done(v) => ending.done(v, said, before),
-            Step::Refused(m) => {
-                ending.store(before.as_ref(), true, finished, None)?;
-                Err(McpError::invalid_params(m))
-            }
-            // Release the claim so a corrected retry (or, parked, the same
-            // retry after a rollback) can run the round. Only a claim that
-            // was written has to be released; a parked call's row is
-            // written anyway, so that its trail says it is parked (an
-            // operator lists it so).
-            Step::Failed(e) | Step::Parked(e) => {
-                let parked = end == RoundEnd::Parked;
-                let row = before.as_ref().filter(|_| claimed || parked);
-                ending.store(row, false, paused, None)?;
-                Err(e)
-            }
+            Step::Refused(m) => ending.refused(m, before),
+            Step::Failed(e) | Step::Parked(e) => ending.released(e, before, claimed),
         }
     }
 
@@ -446,25 +423,8 @@ impl<'a> Call<'a> {
         ctx: &Ctx<'_>,
         journal: &mut Journal,
     ) -> Result<String, McpError> {
-        // The server keeps a durable call's journal, and a call that may
-        // become a task keeps its own; otherwise the token's copy is the
-        // only one, and the journal goes into it.
-        let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
         let round = journal.round;
-        // The cap holds for what the token would carry. A durable call
-        // with more answers and outputs than a token could hold is not
-        // copied, compacted and measured on every round (that grew with
-        // the call's length).
-        let in_token = self.durable.is_none()
-            || journal.answers.len() + journal.once.len() <= TOKEN_JOURNAL_CAP / 100;
-        let compact = match (keep, in_token) {
-            (_, false) => Journal::new(),
-            (true, true) => journal.clone().compacted(),
-            (false, true) => std::mem::take(journal).compacted(),
-        };
-        let in_token = in_token
-            && (self.durable.is_none()
-                || serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP);
+        let in_token = self.in_token(input, journal);
         let now = ctx.env.now_ms;
         token::seal(
             &server.config.keys,
@@ -480,9 +440,35 @@ impl<'a> Call<'a> {
                 round,
                 arguments: input.args_in_token.then(|| input.args.clone()),
                 durable: self.durable.is_some(),
-                journal: in_token.then_some(compact),
+                journal: in_token,
             },
         )
+    }
+
+    /// What of the journal the token carries (compacted), if any: taken
+    /// from `journal` where no one else keeps it.
+    fn in_token(&self, input: &RoundInput<'_>, journal: &mut Journal) -> Option<Journal> {
+        // The server keeps a durable call's journal, and a call that may
+        // become a task keeps its own; otherwise the token's copy is the
+        // only one, and the journal goes into it.
+        let keep = self.durable.is_some() || input.task_mode == TaskMode::Allowed;
+        if self.durable.is_none() {
+            return Some(if keep {
+                journal.clone().compacted()
+            } else {
+                std::mem::take(journal).compacted()
+            });
+        }
+        // The cap holds for what the token would carry. A durable call
+        // with more answers and outputs than a token could hold is not
+        // copied, compacted and measured on every round (that grew with
+        // the call's length).
+        if journal.answers.len() + journal.once.len() > TOKEN_JOURNAL_CAP / 100 {
+            return None;
+        }
+        let compact = journal.clone().compacted();
+        let fits = serde_json::to_vec(&compact).map_or(0, |b| b.len()) <= TOKEN_JOURNAL_CAP;
+        fits.then_some(compact)
     }
 
     /// A state the client could not send back (with its answers) inside
@@ -548,6 +534,24 @@ impl<'a> Call<'a> {
     }
 }
 
+/// The object that keeps the call, in durable mode (`stated`: the client
+/// sent state back).
+fn kept_in<'a>(
+    input: &RoundInput<'_>,
+    ctx: &Ctx<'a>,
+    stated: bool,
+) -> Result<Option<&'a Durable<'a>>, McpError> {
+    match (input.target.durable(), ctx.durable, stated) {
+        (false, _, _) => Ok(None),
+        (true, Some(d), _) => Ok(Some(d)),
+        // State minted before the tool became durable (a deploy in between).
+        (true, None, true) => Err(refused("issued before this tool became durable")),
+        (true, None, false) => Err(McpError::internal(
+            "a durable tool was called outside its Durable Object (routing bug)",
+        )),
+    }
+}
+
 /// A round that did not pause, as it is kept.
 struct Ending<'r> {
     call: &'r Call<'r>,
@@ -559,6 +563,34 @@ struct Ending<'r> {
 }
 
 impl Ending<'_> {
+    /// A prompt's or a resource's failure (bad input) ends the call, as
+    /// `-32602`.
+    fn refused(
+        &self,
+        m: String,
+        before: &Option<(&Durable<'_>, Journal)>,
+    ) -> Result<Round, McpError> {
+        self.store(before.as_ref(), true, finished, None)?;
+        Err(McpError::invalid_params(m))
+    }
+
+    /// A failed or parked round releases the claim, so a corrected retry
+    /// (or, parked, the same retry after a rollback) can run the round.
+    /// Only a claim that was written has to be released; a parked call's
+    /// row is written anyway, so that its trail says it is parked (an
+    /// operator lists it so).
+    fn released(
+        &self,
+        e: McpError,
+        before: &Option<(&Durable<'_>, Journal)>,
+        claimed: bool,
+    ) -> Result<Round, McpError> {
+        let parked = self.end == RoundEnd::Parked;
+        let row = before.as_ref().filter(|_| claimed || parked);
+        self.store(row, false, paused, None)?;
+        Err(e)
+    }
+
     /// A result: the completed call stored with its reply (durable).
     fn done(
         &self,

@@ -32,13 +32,7 @@ pub(crate) fn durable_gone(
         return Err(gone);
     };
     let args = Value::Object(p.arguments.clone().unwrap_or_default());
-    let binding = Binding {
-        method: &request.method,
-        target: &p.name,
-        args: &digest_json(&args),
-        sub: &ctx.principal.0,
-    };
-    let claims = token::open(&server.config.keys, state, ctx.env.now_ms, binding)?;
+    let claims = opened(server, (request, &p.name, &args), ctx, state)?;
     let answers = digest_answers(&input_responses(p.input_responses.as_ref()));
     let now = ctx.env.now_ms;
     let row = match claim(
@@ -63,6 +57,22 @@ pub(crate) fn durable_gone(
     Err(gone)
 }
 
+/// The client's state, checked against this request as any round's is.
+fn opened(
+    server: &Server,
+    (request, tool, args): (&Request, &str, &Value),
+    ctx: &Ctx<'_>,
+    state: &str,
+) -> Result<crate::token::Claims, McpError> {
+    let binding = Binding {
+        method: &request.method,
+        target: tool,
+        args: &digest_json(args),
+        sub: &ctx.principal.0,
+    };
+    token::open(&server.config.keys, state, ctx.env.now_ms, binding)
+}
+
 /// Parks a live call (a dead claim released, a lost row written again),
 /// its trail marked once for each reason.
 fn park(
@@ -80,31 +90,36 @@ fn park(
         .is_some_and(|(end, why)| end == RoundEnd::Parked && why.as_deref() == Some(&gone.message));
     let stops = matches!(kept::transition(row.status, Event::Stop), Transition::To(_));
     if stops && !parked {
-        let tool = row
-            .journal
-            .invocation
-            .as_ref()
-            .map(|i| i.tool.clone())
-            .unwrap_or_default();
-        let ended = Ended {
-            call_id: &d.call_id,
-            tool: &tool,
-            wire: "mrtr",
-            principal: &ctx.principal.0,
-            now_ms: ctx.env.now_ms,
-            round: 0,
-            traceparent: None,
-            error: Some((gone.code(), format!("{:?}", gone.kind))),
-        };
-        let why = gone.message.clone();
-        round::record(
-            server,
-            Some(&mut row.journal),
-            RoundEnd::Parked,
-            Some(&why),
-            &ended,
-        );
+        mark_parked(server, ctx, d, &mut row.journal, gone);
     }
     row.status = kept::summary::paused(&row.journal);
     d.store.save(&d.call_id, &row)
+}
+
+/// Marks the call parked because its tool is gone: its trail and the
+/// round log say so, as for any parked round.
+fn mark_parked(
+    server: &Server,
+    ctx: &Ctx<'_>,
+    d: &Durable<'_>,
+    journal: &mut crate::engine::Journal,
+    gone: &McpError,
+) {
+    let tool = journal
+        .invocation
+        .as_ref()
+        .map(|i| i.tool.clone())
+        .unwrap_or_default();
+    let ended = Ended {
+        call_id: &d.call_id,
+        tool: &tool,
+        wire: "mrtr",
+        principal: &ctx.principal.0,
+        now_ms: ctx.env.now_ms,
+        round: 0,
+        traceparent: None,
+        error: Some((gone.code(), format!("{:?}", gone.kind))),
+    };
+    let why = gone.message.clone();
+    round::record(server, Some(journal), RoundEnd::Parked, Some(&why), &ended);
 }

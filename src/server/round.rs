@@ -231,75 +231,105 @@ pub(crate) fn record(
         return;
     }
     let parent = ended.traceparent.and_then(crate::trace::parse_traceparent);
-    let (round, trace_id, started_ms, waited_ms, code, asked) = match journal {
-        Some(j) => {
-            j.mark(ended.now_ms, end, why, ended.principal);
-            let code = j.code.last().cloned().unwrap_or_default();
-            let asked: Vec<String> = j.pending.values().map(|r| r.method.clone()).collect();
-            let round = j.round.max(1);
-            let t = j.trail.get_or_insert_with(Default::default);
-            if t.trace_id.is_empty() {
-                // One trace for the whole call: the client's, or the call's own.
-                t.trace_id = parent
-                    .as_ref()
-                    .map(|(t, _)| t.clone())
-                    .unwrap_or_else(|| crate::trace::trace_id_for(ended.call_id));
-            }
-            (
-                round,
-                t.trace_id.clone(),
-                t.started_ms,
-                t.waited_ms,
-                code,
-                asked,
-            )
-        }
-        None => {
-            let trace = parent
-                .as_ref()
-                .map(|(t, _)| t.clone())
-                .unwrap_or_else(|| crate::trace::trace_id_for(ended.call_id));
-            (
-                ended.round.max(1),
-                trace,
-                ended.now_ms,
-                0,
-                String::new(),
-                Vec::new(),
-            )
-        }
-    };
+    let m = marked(journal, (end, why), ended, parent.as_ref());
     if config.round_logs == super::config::RoundLogs::Off && !config.round_spans {
         return;
     }
-    let ev = crate::trace::RoundEvent {
+    let ev = event(ended, end, &m, parent.as_ref());
+    log(server, &ev);
+}
+
+/// The round's event, as its log line and its span carry it.
+fn event<'e>(
+    ended: &'e Ended<'_>,
+    end: crate::engine::RoundEnd,
+    m: &'e Marked,
+    parent: Option<&'e (String, String)>,
+) -> crate::trace::RoundEvent<'e> {
+    crate::trace::RoundEvent {
         call_id: ended.call_id,
         tool: ended.tool,
         method: crate::protocol::Method::ToolsCall.name(),
         wire: ended.wire,
-        round,
+        round: m.round,
         outcome: end.as_str(),
-        started_ms,
+        started_ms: m.started_ms,
         round_start_ms: ended.now_ms,
         at_ms: ended.now_ms,
-        waited_ms,
-        code: &code,
+        waited_ms: m.waited_ms,
+        code: &m.code,
         principal: ended.principal,
-        trace_id: &trace_id,
-        parent_span_id: parent.as_ref().map(|(_, s)| s.as_str()),
+        trace_id: &m.trace_id,
+        parent_span_id: parent.map(|(_, s)| s.as_str()),
         protocol_version: None,
         session_id: None,
         request_id: None,
         error: ended.error.as_ref().map(|(c, k)| (*c, k.as_str())),
-        asked: &asked,
-    };
-    // One line per round: the log's fields, the span under `otlp`.
+        asked: &m.asked,
+    }
+}
+
+/// One line per round: the log's fields, the span under `otlp`.
+fn log(server: &Server, ev: &crate::trace::RoundEvent<'_>) {
+    let config = &server.config;
     let line = if config.round_logs != super::config::RoundLogs::Off {
-        crate::trace::round_line(&ev, &config.name, config.round_spans)
+        crate::trace::round_line(ev, &config.name, config.round_spans)
     } else {
-        crate::trace::span_line(&ev, &config.name)
+        crate::trace::span_line(ev, &config.name)
     };
     server.log(line);
+}
+
+/// What a round's log line says of its call: from its journal, marked
+/// with the round's end, where its keeper keeps one.
+struct Marked {
+    round: u32,
+    trace_id: String,
+    started_ms: u64,
+    waited_ms: u64,
+    code: String,
+    asked: Vec<String>,
+}
+
+/// Marks the round's end in `journal` (if kept) and says what its line
+/// tells. One trace for the whole call: the client's, or the call's own.
+fn marked(
+    journal: Option<&mut Journal>,
+    (end, why): (crate::engine::RoundEnd, Option<&str>),
+    ended: &Ended<'_>,
+    parent: Option<&(String, String)>,
+) -> Marked {
+    let trace = || {
+        parent
+            .map(|(t, _)| t.clone())
+            .unwrap_or_else(|| crate::trace::trace_id_for(ended.call_id))
+    };
+    let Some(j) = journal else {
+        return Marked {
+            round: ended.round.max(1),
+            trace_id: trace(),
+            started_ms: ended.now_ms,
+            waited_ms: 0,
+            code: String::new(),
+            asked: Vec::new(),
+        };
+    };
+    j.mark(ended.now_ms, end, why, ended.principal);
+    let code = j.code.last().cloned().unwrap_or_default();
+    let asked: Vec<String> = j.pending.values().map(|r| r.method.clone()).collect();
+    let round = j.round.max(1);
+    let t = j.trail.get_or_insert_with(Default::default);
+    if t.trace_id.is_empty() {
+        t.trace_id = trace();
+    }
+    Marked {
+        round,
+        trace_id: t.trace_id.clone(),
+        started_ms: t.started_ms,
+        waited_ms: t.waited_ms,
+        code,
+        asked,
+    }
 }
 
 /// The JSON-RPC error a step ended in (code and kind), if any.

@@ -157,24 +157,44 @@ fn answer(
         Ask::Release => super::hold::hold(server, stores, env, (&body.ids, &body.operator), false),
         // Served before, asynchronously: a session's call runs its round.
         Ask::Answer | Ask::Rewind => Err(McpError::internal("served elsewhere")),
-        Ask::Export => {
-            // A user's answers are sealed for the deploy check, never shown.
-            let ring = &server.config.keys;
-            let sealed: Option<Vec<PausedCall>> = export(stores, &body.ids)?
-                .into_iter()
-                .map(|c| c.sealed(ring))
-                .collect();
-            let sealed = sealed.ok_or_else(|| {
-                McpError::internal("exporting needs STATE_KEYS to seal the answers")
-            })?;
-            Ok(ok(&sealed))
-        }
+        Ask::Export => export_sealed(server, stores, &body.ids),
         Ask::Purge => purge(stores, &body.ids),
+        Ask::Entries | Ask::Paused | Ask::SpendLink | Ask::Pause | Ask::Resume => {
+            hub(server, op, body, env, stores)
+        }
+    }
+}
+
+/// The paused calls named, their answers sealed for the deploy check
+/// (never shown).
+fn export_sealed<'s>(
+    server: &Server,
+    stores: &'s Stores<'s>,
+    ids: &[String],
+) -> Result<Reply, McpError> {
+    let ring = &server.config.keys;
+    let sealed: Option<Vec<PausedCall>> = export(stores, ids)?
+        .into_iter()
+        .map(|c| c.sealed(ring))
+        .collect();
+    let sealed = sealed
+        .ok_or_else(|| McpError::internal("exporting needs STATE_KEYS to seal the answers"))?;
+    Ok(ok(&sealed))
+}
+
+/// What the hub answers: the index, the paused tools, the sign-in links.
+fn hub(
+    server: &Server,
+    op: Ask,
+    body: &Body,
+    env: &Env,
+    stores: &Stores<'_>,
+) -> Result<Reply, McpError> {
+    match op {
         Ask::Entries => Ok(ok(&Entries {
             entries: stores.index.entries()?,
             paused: stores.index.paused_tools()?,
         })),
-        Ask::Paused => Ok(ok(&stores.index.paused_tools()?)),
         Ask::SpendLink => {
             let nonce = body.ids.first().map(String::as_str).unwrap_or_default();
             let until = body.until_ms.unwrap_or_default();
@@ -191,6 +211,8 @@ fn answer(
                 &json!({"tool": tool, "paused": op == Ask::Pause, "pausedTools": paused}),
             ))
         }
+        Ask::Paused => Ok(ok(&stores.index.paused_tools()?)),
+        _ => Err(McpError::internal("not a hub's operation")),
     }
 }
 
