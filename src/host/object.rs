@@ -47,18 +47,28 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
     }
     match req.header(HUB_HEADER) {
         Some("listen") => return server.serve(req, env, Place::Worker, None, None).await,
-        Some("broadcast") => {
-            let mut changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
-            // The first shard keeps the admin index (only it is sent any).
-            for change in std::mem::take(&mut changes.index) {
-                if let Err(e) = stores.index.apply(&change) {
-                    return Reply::new(error_response(&e, None));
-                }
-            }
-            return Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(changes));
-        }
+        Some("broadcast") => return broadcast_here(req, stores),
         _ => {}
     }
+    serve_kept(server, req, env, stores).await
+}
+
+/// A hub shard's share of a broadcast: the index changes it keeps, and
+/// the rest fanned out to its streams.
+fn broadcast_here(req: &HttpRequest, stores: &Stores<'_>) -> Reply {
+    let mut changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
+    // The first shard keeps the admin index (only it is sent any).
+    for change in std::mem::take(&mut changes.index) {
+        if let Err(e) = stores.index.apply(&change) {
+            return Reply::new(error_response(&e, None));
+        }
+    }
+    Reply::new(HttpResponse::empty(204)).with(Effect::Fanout(changes))
+}
+
+/// A request for what this object keeps: a session, a task or a durable
+/// call, as the Worker's header names it.
+async fn serve_kept(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'_>) -> Reply {
     if let Some(session_id) = req.header(SESSION_ID_HEADER) {
         let new = req.header(SESSION_NEW_HEADER).is_some();
         let mut reply =
@@ -114,16 +124,7 @@ pub async fn alarm(
     now_ms: u64,
 ) -> Result<Vec<Effect>, McpError> {
     if let Some(task) = stores.task.load()? {
-        let host = TaskHost {
-            task_id: task.task_id,
-            store: stores.task,
-        };
-        let handle = crate::kept::summary::task_id(&host.task_id);
-        let mut effects = crate::server::task::alarm(server, &host, now_ms).await?;
-        if effects.contains(&Effect::DeleteStorage) {
-            effects.push(Effect::Indexed(IndexChange::Remove(handle)));
-        }
-        return Ok(effects);
+        return task_alarm(server, stores, task.task_id, now_ms).await;
     }
     if let Some(meta) = stores.session.meta()? {
         let effect = crate::session::on_alarm(server, stores.session, now_ms)?;
@@ -134,9 +135,32 @@ pub async fn alarm(
         }
         return Ok(effects);
     }
-    // Durable calls: those idle for the whole TTL go; the alarm moves to
-    // when the oldest one left would be idle that long. With none left the
-    // object goes (its shard comes back empty on the next call).
+    calls_alarm(server, stores, now_ms)
+}
+
+/// A task's alarm: its next slice, or its end (then off the admin index).
+async fn task_alarm(
+    server: &Server,
+    stores: &Stores<'_>,
+    task_id: String,
+    now_ms: u64,
+) -> Result<Vec<Effect>, McpError> {
+    let host = TaskHost {
+        task_id,
+        store: stores.task,
+    };
+    let handle = crate::kept::summary::task_id(&host.task_id);
+    let mut effects = crate::server::task::alarm(server, &host, now_ms).await?;
+    if effects.contains(&Effect::DeleteStorage) {
+        effects.push(Effect::Indexed(IndexChange::Remove(handle)));
+    }
+    Ok(effects)
+}
+
+/// A calls object's alarm: those idle for the whole TTL go; the alarm
+/// moves to when the oldest one left would be idle that long. With none
+/// left the object goes (its shard comes back empty on the next call).
+fn calls_alarm(server: &Server, stores: &Stores<'_>, now_ms: u64) -> Result<Vec<Effect>, McpError> {
     // Not sooner than a 64th of the TTL from now, though: in a busy shard
     // the next call is due a moment later, and an alarm per moment would
     // cost a request and a write each. A call may outlive its TTL by that.

@@ -152,6 +152,19 @@ struct DeltaOut<'a> {
     gone: Gone,
 }
 
+impl DeltaOut<'_> {
+    /// Nothing added or removed: no delta to write.
+    fn is_empty(&self) -> bool {
+        self.a.is_empty()
+            && self.o.is_empty()
+            && self.i.is_empty()
+            && self.w.is_empty()
+            && self.e.is_empty()
+            && self.x.is_none()
+            && self.gone.is_empty()
+    }
+}
+
 fn as_map<S: serde::Serializer, V: Serialize>(
     entries: &[(&str, V)],
     s: S,
@@ -306,45 +319,73 @@ pub fn save(
         Some((was, log)) => (was, log.clone()),
         None => (&empty, Manifest::default()),
     };
-    let delta = delta_between(was, journal)
-        .map(|d| serde_json::to_string(&d).map_err(store_error))
-        .transpose()?;
+    let delta = delta_json(was, journal)?;
     let added = delta.as_ref().map_or(0, |d| d.len() as u64);
     // Small: whole in its head, one row.
     let inline = log.deltas == 0 && log.bytes + added <= INLINE_BYTES;
-    let stripped = (!inline).then(|| Journal {
-        v: LOGGED_V,
-        ..head_of(journal)
-    });
     let (next, delta) = if inline {
         let next = Manifest {
             bytes: log.bytes + added,
             ..Manifest::default()
         };
         (next, None)
-    } else if log.deltas == 0 {
+    } else {
+        appended(journal, &log, delta, reset)?
+    };
+    within_cap(&next)?;
+    let head = if inline {
+        head_json(journal, next.deltas, next.bytes)?
+    } else {
+        let stripped = Journal {
+            v: LOGGED_V,
+            ..head_of(journal)
+        };
+        head_json(&stripped, next.deltas, next.bytes)?
+    };
+    Ok((Rows { head, reset, delta }, next))
+}
+
+/// [`delta_between`] as written (`None`: nothing changed).
+fn delta_json(was: &Journal, now: &Journal) -> Result<Option<String>, McpError> {
+    delta_between(was, now)
+        .map(|d| serde_json::to_string(&d).map_err(store_error))
+        .transpose()
+}
+
+/// The log after a save that writes one (the journal is past
+/// [`INLINE_BYTES`]), and the delta it appends: the round's `delta`,
+/// or all the journal holds when its log starts (after a `reset`,
+/// `delta` already is that).
+fn appended(
+    journal: &Journal,
+    log: &Manifest,
+    delta: Option<String>,
+    reset: bool,
+) -> Result<(Manifest, Option<String>), McpError> {
+    if log.deltas == 0 {
         // Grown past it: its log starts with all it holds.
-        let all = match base {
-            Some(_) => delta_between(&empty, journal)
-                .map(|d| serde_json::to_string(&d).map_err(store_error))
-                .transpose()?,
-            None => delta,
+        let all = if reset {
+            delta
+        } else {
+            delta_json(&Journal::default(), journal)?
         };
         let next = Manifest {
             deltas: u32::from(all.is_some()),
             bytes: all.as_ref().map_or(0, |d| d.len() as u64),
             stale: false,
         };
-        (next, all)
-    } else {
-        let next = Manifest {
-            deltas: log.deltas + u32::from(delta.is_some()),
-            bytes: log.bytes + added,
-            stale: false,
-        };
-        (next, delta)
+        return Ok((next, all));
+    }
+    let next = Manifest {
+        deltas: log.deltas + u32::from(delta.is_some()),
+        bytes: log.bytes + delta.as_ref().map_or(0, |d| d.len() as u64),
+        stale: false,
     };
-    let head = stripped.as_ref().unwrap_or(journal);
+    Ok((next, delta))
+}
+
+/// Refuses a log past [`call_cap`]: the call cannot go on.
+fn within_cap(next: &Manifest) -> Result<(), McpError> {
     let cap = call_cap();
     if next.bytes > cap {
         return Err(McpError::internal(format!(
@@ -352,23 +393,11 @@ pub fn save(
              (its answers and effects' outputs; MAX_CALL_BYTES): it cannot go on"
         )));
     }
-    let head = head_json(head, next.deltas, next.bytes)?;
-    Ok((Rows { head, reset, delta }, next))
+    Ok(())
 }
 
 /// What `now` added to or removed from `was` (`None`: nothing).
 fn delta_between<'a>(was: &Journal, now: &'a Journal) -> Option<DeltaOut<'a>> {
-    static NO_TIMES: BTreeMap<String, u64> = BTreeMap::new();
-    fn times<'a>(
-        j: &'a Journal,
-        none: &'a BTreeMap<String, u64>,
-    ) -> (&'a BTreeMap<String, u64>, &'a BTreeMap<String, u64>) {
-        j.trail
-            .as_deref()
-            .map_or((none, none), |t| (&t.answered, &t.effects))
-    }
-    let (answered, effects) = times(now, &NO_TIMES);
-    let (was_answered, was_effects) = times(was, &NO_TIMES);
     let mut delta = DeltaOut::default();
     let (put, gone) = changed(&was.answers, &now.answers, same_answer);
     delta.a = put.into_iter().map(|(k, v)| (k, &**v)).collect();
@@ -380,26 +409,36 @@ fn delta_between<'a>(was: &Journal, now: &'a Journal) -> Option<DeltaOut<'a>> {
     let (put, gone) = changed(&was.once_inputs, &now.once_inputs, |_, _| true);
     delta.i = put;
     delta.gone.i = gone;
+    trail_delta(was, now, &mut delta);
+    if arguments(was).is_none_or(Value::is_null) {
+        delta.x = arguments(now).filter(|a| !a.is_null());
+    }
+    (!delta.is_empty()).then_some(delta)
+}
+
+/// The trail's answer and effect times `now` added or removed, into `delta`.
+fn trail_delta<'a>(was: &Journal, now: &'a Journal, delta: &mut DeltaOut<'a>) {
+    let (answered, effects) = trail_times(now);
+    let (was_answered, was_effects) = trail_times(was);
     let (put, gone) = changed(was_answered, answered, |a, b| a == b);
     delta.w = put.into_iter().map(|(k, v)| (k, *v)).collect();
     delta.gone.w = gone;
     let (put, gone) = changed(was_effects, effects, |a, b| a == b);
     delta.e = put.into_iter().map(|(k, v)| (k, *v)).collect();
     delta.gone.e = gone;
-    fn arguments(j: &Journal) -> Option<&Value> {
-        j.invocation.as_ref().map(|i| &i.arguments)
-    }
-    if arguments(was).is_none_or(Value::is_null) {
-        delta.x = arguments(now).filter(|a| !a.is_null());
-    }
-    let empty = delta.a.is_empty()
-        && delta.o.is_empty()
-        && delta.i.is_empty()
-        && delta.w.is_empty()
-        && delta.e.is_empty()
-        && delta.x.is_none()
-        && delta.gone.is_empty();
-    (!empty).then_some(delta)
+}
+
+/// A journal's trail's answer and effect times (none without a trail).
+fn trail_times(j: &Journal) -> (&BTreeMap<String, u64>, &BTreeMap<String, u64>) {
+    static NO_TIMES: BTreeMap<String, u64> = BTreeMap::new();
+    j.trail
+        .as_deref()
+        .map_or((&NO_TIMES, &NO_TIMES), |t| (&t.answered, &t.effects))
+}
+
+/// The arguments a journal's call was invoked with (a head holds none).
+fn arguments(j: &Journal) -> Option<&Value> {
+    j.invocation.as_ref().map(|i| &i.arguments)
 }
 
 /// How many deltas the head `head` says follow it (0 for a journal

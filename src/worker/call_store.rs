@@ -143,6 +143,64 @@ impl<'a> SqliteStore<'a> {
             .map(|_| ())
             .map_err(storage_error)
     }
+
+    /// Deletes the calls last updated at or before `cutoff_ms` (idle for
+    /// the whole TTL) and their logs; `false`
+    /// when there is no table (an object that never stored a call has
+    /// nothing to sweep).
+    fn delete_idle(&self, cutoff_ms: u64) -> std::result::Result<bool, McpError> {
+        // Their logs first: a call's rows go together.
+        super::sql::run(
+            &self.sql,
+            "DELETE FROM journal_log WHERE owner IN (SELECT id FROM durable_calls WHERE updated_at <= ?)",
+            vec![int(cutoff_ms)],
+        )
+        .map_err(storage_error)?;
+        self.held.calls.clear();
+        super::sql::run(
+            &self.sql,
+            "DELETE FROM durable_calls WHERE updated_at <= ?",
+            vec![int(cutoff_ms)],
+        )
+        .map_err(storage_error)
+    }
+
+    /// Finished calls last updated at or before `cutoff_ms` (past their
+    /// retention) become tombstones (a sweep runs a 64th of the TTL
+    /// apart: few rows each time).
+    fn bury_finished(&self, cutoff_ms: u64) -> std::result::Result<(), McpError> {
+        let finished = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
+             WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= ?",
+            vec![int(cutoff_ms)],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        for mut r in finished {
+            let id = std::mem::take(&mut r.id);
+            self.save(&id, &r.call()?.tombstone())?;
+        }
+        Ok(())
+    }
+
+    /// When the next call left is due to go: a finished one `retain_ms`
+    /// after its last update, any other `ttl_ms` after (`None`: none left).
+    fn next_due(&self, ttl_ms: u64, retain_ms: u64) -> std::result::Result<Option<u64>, McpError> {
+        let next = super::sql::rows::<Oldest>(
+            &self.sql,
+            "SELECT min(CASE WHEN status IN ('completed', 'failed', 'cancelled') THEN updated_at + ? \
+             ELSE updated_at + ? END) AS oldest FROM durable_calls",
+            vec![int(retain_ms), int(ttl_ms)],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        Ok(next
+            .into_iter()
+            .next()
+            .and_then(|o| o.oldest)
+            .map(|ms| ms as u64))
+    }
 }
 
 impl CallStore for SqliteStore<'_> {
@@ -237,50 +295,10 @@ impl CallStore for SqliteStore<'_> {
         ttl_ms: u64,
         retain_ms: u64,
     ) -> std::result::Result<Option<u64>, McpError> {
-        // Their logs first: a call's rows go together.
-        super::sql::run(
-            &self.sql,
-            "DELETE FROM journal_log WHERE owner IN (SELECT id FROM durable_calls WHERE updated_at <= ?)",
-            vec![int(now_ms.saturating_sub(ttl_ms))],
-        )
-        .map_err(storage_error)?;
-        self.held.calls.clear();
-        // An object that never stored a call has no table: nothing to sweep.
-        let swept = super::sql::run(
-            &self.sql,
-            "DELETE FROM durable_calls WHERE updated_at <= ?",
-            vec![int(now_ms.saturating_sub(ttl_ms))],
-        )
-        .map_err(storage_error)?;
-        if !swept {
+        if !self.delete_idle(now_ms.saturating_sub(ttl_ms))? {
             return Ok(None);
         }
-        // Finished calls past their retention become tombstones (a sweep
-        // runs a 64th of the TTL apart: few rows each time).
-        let finished = super::sql::rows::<Row>(
-            &self.sql,
-            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
-             WHERE status IN ('completed', 'failed', 'cancelled') AND updated_at <= ?",
-            vec![int(now_ms.saturating_sub(retain_ms))],
-        )
-        .map_err(storage_error)?
-        .unwrap_or_default();
-        for mut r in finished {
-            let id = std::mem::take(&mut r.id);
-            self.save(&id, &r.call()?.tombstone())?;
-        }
-        let next = super::sql::rows::<Oldest>(
-            &self.sql,
-            "SELECT min(CASE WHEN status IN ('completed', 'failed', 'cancelled') THEN updated_at + ? \
-             ELSE updated_at + ? END) AS oldest FROM durable_calls",
-            vec![int(retain_ms), int(ttl_ms)],
-        )
-        .map_err(storage_error)?
-        .unwrap_or_default();
-        Ok(next
-            .into_iter()
-            .next()
-            .and_then(|o| o.oldest)
-            .map(|ms| ms as u64))
+        self.bury_finished(now_ms.saturating_sub(retain_ms))?;
+        self.next_due(ttl_ms, retain_ms)
     }
 }

@@ -35,6 +35,7 @@ use super::{
 use crate::auth::SeenTokens;
 use crate::error::McpError;
 use crate::host::{Inbound, Step};
+use crate::http::{HttpRequest, HttpResponse};
 use crate::server::error_response;
 
 thread_local! {
@@ -86,41 +87,50 @@ fn drive(
     isolate: Rc<Isolate>,
     req: Option<web_sys::Request>,
     env: Env,
-    mut inbound: Inbound,
+    inbound: Inbound,
     step: Step,
 ) -> JsValue {
     match (step, &req) {
         (Step::Answer(reply), _) if reply.effects.is_empty() => {
             settle(to_web_response(reply.response))
         }
-        // The whole body in one read, continued in `after_body`.
         (
             Step::ReadBody {
                 declared: Some(_), ..
             },
             Some(r),
-        ) => AFTER_BODY.with(|then| {
-            let key = HEADS.with(|heads| heads.borrow_mut().insert(inbound));
-            js::after_body(r, env.as_ref(), &JsValue::from(key as u32), then)
-        }),
-        (Step::Serve, _) => {
-            let mut future = Box::pin(async move {
-                let reply = inbound.serve(&isolate.server).await;
-                // The only effect a request served here has: list changes.
-                broadcast(&isolate.server, &env, &reply.effects).await;
-                to_web_response(reply.response)
-            });
-            match future
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-            {
-                Poll::Ready(r) => settle(r),
-                // Polled again by the executor with a real waker: every
-                // future waiting inside registers that one on its next poll.
-                Poll::Pending => later(future),
-            }
-        }
+        ) => read_whole_body(r, &env, inbound),
+        (Step::Serve, _) => serve_now(isolate, env, inbound),
         (step, _) => later(run(isolate, req, env, inbound, step)),
+    }
+}
+
+/// The whole body in one read in JS, continued in [`after_body`] (the
+/// request waits in [`HEADS`] meanwhile).
+fn read_whole_body(req: &web_sys::Request, env: &Env, inbound: Inbound) -> JsValue {
+    AFTER_BODY.with(|then| {
+        let key = HEADS.with(|heads| heads.borrow_mut().insert(inbound));
+        js::after_body(req, env.as_ref(), &JsValue::from(key as u32), then)
+    })
+}
+
+/// Serves the request, answered at once when its future is ready on the
+/// first poll (nothing inside waited), else by the executor.
+fn serve_now(isolate: Rc<Isolate>, env: Env, mut inbound: Inbound) -> JsValue {
+    let mut future = Box::pin(async move {
+        let reply = inbound.serve(&isolate.server).await;
+        // The only effect a request served here has: list changes.
+        broadcast(&isolate.server, &env, &reply.effects).await;
+        to_web_response(reply.response)
+    });
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(r) => settle(r),
+        // Polled again by the executor with a real waker: every
+        // future waiting inside registers that one on its next poll.
+        Poll::Pending => later(future),
     }
 }
 
@@ -149,10 +159,7 @@ async fn run(
                 return forward(&env, &name, &request, body.as_ref()).await;
             }
             Step::ReadBody { declared, limit } => {
-                let body = match &req {
-                    Some(r) => body_of(r, declared, limit).await.map_err(|e| e.to_string()),
-                    None => Ok(Vec::new()),
-                };
+                let body = read_body(req.as_ref(), declared, limit).await;
                 inbound.body(server, body)
             }
             Step::Verify => {
@@ -164,19 +171,35 @@ async fn run(
                 broadcast(server, &env, &reply.effects).await;
                 return to_web_response(reply.response);
             }
-            Step::Ask(asks) => {
-                let sent = asks.iter().map(|(name, r)| async {
-                    match forward(&env, name, r, None).await {
-                        Ok(resp) => read_response(resp).await,
-                        // An object that did not answer: the job reads a 502.
-                        Err(_) => crate::http::HttpResponse::empty(502),
-                    }
-                });
-                let answers = futures_util::future::join_all(sent).await;
-                inbound.answers(server, answers)
-            }
+            Step::Ask(asks) => inbound.answers(server, ask_each(&env, &asks).await),
         };
     }
+}
+
+/// The request's body as the executor reads it (no request: [`after_body`]
+/// read it already, and an empty one is what follows).
+async fn read_body(
+    req: Option<&web_sys::Request>,
+    declared: Option<u64>,
+    limit: usize,
+) -> std::result::Result<Vec<u8>, String> {
+    match req {
+        Some(r) => body_of(r, declared, limit).await.map_err(|e| e.to_string()),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// Sends each request to the object named, all at once; the responses in
+/// the same order.
+async fn ask_each(env: &Env, asks: &[(String, HttpRequest)]) -> Vec<HttpResponse> {
+    let sent = asks.iter().map(|(name, r)| async {
+        match forward(env, name, r, None).await {
+            Ok(resp) => read_response(resp).await,
+            // An object that did not answer: the job reads a 502.
+            Err(_) => HttpResponse::empty(502),
+        }
+    });
+    futures_util::future::join_all(sent).await
 }
 
 /// The body-read callback: `head` is the request's key in [`HEADS`],

@@ -18,7 +18,7 @@ use super::log_rows::Held;
 use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
-use crate::effects::{Effect, Listen, Push, Reply};
+use crate::effects::{Changes, Effect, Listen, Push, Reply};
 use crate::host::{self, Stores};
 use crate::http::encode_all;
 use crate::server::{error_response, Server};
@@ -139,64 +139,85 @@ impl Object {
     async fn apply(&self, server: &Server, reply: Reply) -> Result<Response> {
         let mut held: Option<UnboundedReceiver<Vec<u8>>> = None;
         for effect in &reply.effects {
-            match effect {
-                // Sent to the hub below, together.
-                Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
-                Effect::Listen(listen) => {
-                    let (tx, rx) = unbounded();
-                    self.listeners.borrow_mut().push((tx, listen.clone()));
-                    held = Some(rx);
-                }
-                Effect::Fanout(changes) => {
-                    // Streams whose clients went away are dropped here.
-                    self.listeners.borrow_mut().retain(|(tx, listen)| {
-                        listen.frames_for(changes).iter().all(|f| {
-                            tx.unbounded_send(encode_all(std::slice::from_ref(f)).into_bytes())
-                                .is_ok()
-                        })
-                    });
-                }
-                Effect::HoldOpen(stream) => {
-                    let (tx, rx) = unbounded();
-                    self.live
-                        .borrow_mut()
-                        .entry(stream.clone())
-                        .or_default()
-                        .push(tx);
-                    held = Some(rx);
-                }
-                Effect::Push(push) => self.deliver(push),
-                Effect::WakeAt(at_ms) => self.arm(*at_ms).await?,
-                Effect::WakeBy(by_ms) => {
-                    let armed = match self.alarm.get() {
-                        Some(known) => known,
-                        None => {
-                            let at = self.state.storage().get_alarm().await?;
-                            at.map(|ms| u64::try_from(ms).unwrap_or(0))
-                        }
-                    };
-                    if Effect::must_arm(armed, *by_ms) {
-                        self.arm(*by_ms).await?;
-                    } else {
-                        self.alarm.set(Some(armed));
-                    }
-                }
-                Effect::DeleteStorage => {
-                    // Dropping the senders ends those responses.
-                    self.live.borrow_mut().clear();
-                    // Before the await: a request arriving meanwhile must
-                    // not find the session in memory.
-                    self.session_meta.borrow_mut().take();
-                    self.held.clear();
-                    self.state.storage().delete_all().await?;
-                    // Whether that took the alarm too depends on the
-                    // compatibility date: ask again when it matters.
-                    self.alarm.set(None);
-                }
+            if let Some(rx) = self.apply_one(effect).await? {
+                held = Some(rx);
             }
         }
         broadcast(server, &self.env, &reply.effects).await;
         to_worker_response(reply.response, held)
+    }
+
+    /// Applies one effect: the stream the response is to be held open
+    /// on, if the effect opened one.
+    async fn apply_one(&self, effect: &Effect) -> Result<Option<UnboundedReceiver<Vec<u8>>>> {
+        match effect {
+            // Sent to the hub by `apply`, together.
+            Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
+            Effect::Listen(listen) => {
+                let (tx, rx) = unbounded();
+                self.listeners.borrow_mut().push((tx, listen.clone()));
+                return Ok(Some(rx));
+            }
+            Effect::Fanout(changes) => self.fan_out(changes),
+            Effect::HoldOpen(stream) => {
+                let (tx, rx) = unbounded();
+                self.live
+                    .borrow_mut()
+                    .entry(stream.clone())
+                    .or_default()
+                    .push(tx);
+                return Ok(Some(rx));
+            }
+            Effect::Push(push) => self.deliver(push),
+            Effect::WakeAt(at_ms) => self.arm(*at_ms).await?,
+            Effect::WakeBy(by_ms) => self.wake_by(*by_ms).await?,
+            Effect::DeleteStorage => self.delete_storage().await?,
+        }
+        Ok(None)
+    }
+
+    /// Sends the hub's streams the frames `changes` make for each.
+    fn fan_out(&self, changes: &Changes) {
+        // Streams whose clients went away are dropped here.
+        self.listeners.borrow_mut().retain(|(tx, listen)| {
+            listen.frames_for(changes).iter().all(|f| {
+                tx.unbounded_send(encode_all(std::slice::from_ref(f)).into_bytes())
+                    .is_ok()
+            })
+        });
+    }
+
+    /// Arms the alarm for `by_ms` unless it is armed for sooner (what it
+    /// is armed for is asked of storage once, then kept).
+    async fn wake_by(&self, by_ms: u64) -> Result<()> {
+        let armed = match self.alarm.get() {
+            Some(known) => known,
+            None => {
+                let at = self.state.storage().get_alarm().await?;
+                at.map(|ms| u64::try_from(ms).unwrap_or(0))
+            }
+        };
+        if Effect::must_arm(armed, by_ms) {
+            self.arm(by_ms).await?;
+        } else {
+            self.alarm.set(Some(armed));
+        }
+        Ok(())
+    }
+
+    /// Deletes the object's storage and forgets what it held of it.
+    async fn delete_storage(&self) -> Result<()> {
+        // Dropping the senders ends those responses.
+        self.live.borrow_mut().clear();
+        // Before the await: a request arriving meanwhile must
+        // not find the session in memory.
+        self.session_meta.borrow_mut().take();
+        self.held.clear();
+        self.state.storage().delete_all().await?;
+        // Whether that took the alarm too depends on the
+        // compatibility date: ask again when it matters.
+        self.alarm.set(None);
+        Ok(())
     }
 
     /// Arms the alarm for `at_ms` (ms since the epoch), replacing any other.

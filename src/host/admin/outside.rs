@@ -11,7 +11,7 @@ use super::super::kept::by_id;
 use super::super::outside::{deliver, NotTaken};
 use super::super::Stores;
 use crate::admin::Done;
-use crate::effects::Reply;
+use crate::effects::{Effect, Reply};
 use crate::engine::Outside;
 use crate::error::McpError;
 use crate::http::HttpResponse;
@@ -44,40 +44,54 @@ pub(super) async fn act<'s>(
         operator,
     } = body;
     let act = if answer.is_some() { "answer" } else { "rewind" };
-    let what = match answer {
-        Some(answer) => Outside::Answer {
-            key: key.clone(),
-            answer,
-            by: match operator.as_str() {
-                "" => "operator".to_string(),
-                name => format!("operator:{name}"),
-            },
-        },
-        None => Outside::Rewind { key: key.clone() },
-    };
+    let what = outside(&key, answer, &operator);
     let home = by_id(stores, &id)?.map(|k| k.home());
     let outcome = match home {
         Some(home) => deliver(server, env, stores, None, &home, what).await?,
         None => Err(NotTaken::No("not found")),
     };
+    let (done, effects, said) = tally(&id, outcome);
+    server.log(crate::trace::operator_line(act, &id, &key, &operator, said));
+    Ok(Reply {
+        response: HttpResponse::json(200, &json!(done)),
+        effects,
+    })
+}
+
+/// What the operator sends the call: an answer to `key` (noted as theirs),
+/// or, with none, a rewind to it.
+fn outside(key: &str, answer: Option<serde_json::Value>, operator: &str) -> Outside {
+    match answer {
+        Some(answer) => Outside::Answer {
+            key: key.to_string(),
+            answer,
+            by: match operator {
+                "" => "operator".to_string(),
+                name => format!("operator:{name}"),
+            },
+        },
+        None => Outside::Rewind {
+            key: key.to_string(),
+        },
+    }
+}
+
+/// The call `id` as done or skipped (and why), the effects of delivering
+/// to it, and what the log line says of it.
+fn tally(id: &str, outcome: Result<Vec<Effect>, NotTaken>) -> (Done, Vec<Effect>, &'static str) {
     let mut done = Done::default();
-    let (effects, said) = match outcome {
+    match outcome {
         Ok(effects) => {
-            done.done.push(id.clone());
-            (effects, "done")
+            done.done.push(id.to_string());
+            (done, effects, "done")
         }
         Err(not) => {
             let why = match not {
                 NotTaken::Busy => "running",
                 NotTaken::No(why) => why,
             };
-            done.skipped.insert(id.clone(), why.to_string());
-            (Vec::new(), why)
+            done.skipped.insert(id.to_string(), why.to_string());
+            (done, Vec::new(), why)
         }
-    };
-    server.log(crate::trace::operator_line(act, &id, &key, &operator, said));
-    Ok(Reply {
-        response: HttpResponse::json(200, &json!(done)),
-        effects,
-    })
+    }
 }
