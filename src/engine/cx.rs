@@ -25,6 +25,10 @@ use super::{Suspended, ToolError};
 /// The `_meta` key of a URL elicitation's params that holds what its page
 /// shows ([`Cx::elicit_url_showing`]).
 pub const PAGE_DETAILS_META: &str = "io.durable-mcp/page";
+/// Where a URL elicitation's request names the principal whose page it is
+/// when that is not the caller ([`Cx::elicit_url_from`]): the client can
+/// show whom the call waits for.
+pub const APPROVER_META: &str = "io.durable-mcp/approver";
 use crate::auth::Caller;
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};
@@ -591,6 +595,44 @@ impl Cx {
         url: &str,
         details: Value,
     ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
+        self.url_question(key, (message.into(), url, details), None)
+    }
+
+    /// [`Cx::elicit_url_showing`], answered by someone other than the
+    /// caller: `approver`, a principal (the subject an approver signs in
+    /// as). The link's page admits only them (signed in, as pages are
+    /// under sign-in); the caller cannot complete it, but may still decline
+    /// or cancel the request in their client (they withdraw). Send the link
+    /// (the request's `url`, or [`Cx::elicitation_url`]) to the approver
+    /// out of band — an email or a chat message from a `cx.once` effect —
+    /// and the call waits for them. [`Cx::answered_by`] then says
+    /// `approver:<principal>`. SEP-2848's asynchronous approval.
+    pub fn elicit_url_from(
+        &self,
+        key: &str,
+        approver: &str,
+        (message, url): (impl Into<String>, &str),
+        details: Value,
+    ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
+        self.url_question(key, (message.into(), url, details), Some(approver))
+    }
+
+    /// The link a URL elicitation under `key` sends its page's visitor to
+    /// (`url` as [`Cx::elicit_url`] would send it), to hand to an approver
+    /// before asking: `None` where the server keeps no call.
+    pub fn elicitation_url(&self, key: &str, url: &str, approver: Option<&str>) -> Option<String> {
+        use super::url::{absolute, with_id};
+        let oob = self.inner.borrow().out_of_band.clone()?;
+        let id = (oob.id)(key, approver);
+        Some(with_id(&absolute(&oob.origin, url), &id))
+    }
+
+    fn url_question(
+        &self,
+        key: &str,
+        (message, url, details): (String, &str, Value),
+        approver: Option<&str>,
+    ) -> Ready<Result<super::url::UrlElicitation, ToolError>> {
         use super::url::{absolute, with_id, UrlCompletion, UrlElicitation};
         let (oob, url_ok, answered) = {
             let st = self.inner.borrow();
@@ -606,15 +648,21 @@ impl Cx {
                  make the tool durable (Tool::durable), or call it in a session or a task",
             ))));
         };
-        let id = (oob.id)(key);
+        // The client gets the caller's id (its request names it); an
+        // approver's link is theirs alone: the request keeps its digest.
+        let id = (oob.id)(key, None);
         let mut params = json!({
             "mode": "url",
-            "message": message.into(),
+            "message": message,
             "url": with_id(&absolute(&oob.origin, url), &id),
             "elicitationId": id,
         });
         if !details.is_null() {
-            params["_meta"] = json!({ PAGE_DETAILS_META: details });
+            params["_meta"][PAGE_DETAILS_META] = details;
+        }
+        if let Some(who) = approver {
+            let link = super::journal::link_digest(&(oob.id)(key, Some(who)));
+            params["_meta"][APPROVER_META] = json!({ "principal": who, "link": link });
         }
         if !url_ok && !answered {
             return ready(Err(ToolError::Protocol(

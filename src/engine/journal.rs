@@ -81,6 +81,21 @@ impl InputRequest {
         self.params["elicitationId"].as_str()
     }
 
+    /// Whether `id` opens this URL elicitation's page: its id, or, when
+    /// an approver answers it ([`crate::Cx::elicit_url_from`]), the
+    /// approver's (the request keeps only its digest: the client, which
+    /// sees the request, gets no link it could spend in the approver's
+    /// place).
+    pub fn page_link(&self, id: &str) -> bool {
+        let Some(own) = self.url_elicitation_id() else {
+            return false;
+        };
+        match self.params["_meta"][super::cx::APPROVER_META]["link"].as_str() {
+            Some(link) => link_digest(id) == link,
+            None => own == id,
+        }
+    }
+
     /// A timer's duration in milliseconds (`None` for other requests).
     pub fn timer_ms(&self) -> Option<u64> {
         (self.method == TIMER).then(|| self.params["ms"].as_u64().unwrap_or(0))
@@ -409,7 +424,7 @@ impl Journal {
     pub fn pending_url(&self, key: &str, elicitation_id: &str) -> Option<&InputRequest> {
         self.pending
             .get(key)
-            .filter(|r| r.url_elicitation_id() == Some(elicitation_id))
+            .filter(|r| r.page_link(elicitation_id))
     }
 
     /// Marks the link of the URL elicitation pending under `key` as
@@ -534,6 +549,11 @@ pub(crate) fn unfit(key: &str, method: &str, why: &str) -> McpError {
         "Invalid params: the answer to {key:?} does not fit {method}: {why}; \
          the question is still open: answer it again"
     ))
+}
+
+/// The digest an approver's link is kept under.
+pub(super) fn link_digest(id: &str) -> String {
+    hex(&Sha256::digest(id.as_bytes()))
 }
 
 /// SHA-256 of the canonical JSON form of `value`, hex encoded. serde_json

@@ -25,7 +25,7 @@ use serde_json::Value;
 pub(crate) use cx::DryRun;
 pub use cx::{
     ask, form, ClientCaps, Cx, ElicitResult, Elicitation, Root, SampleResult, TaskMode,
-    PAGE_DETAILS_META,
+    APPROVER_META, PAGE_DETAILS_META,
 };
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{

@@ -81,15 +81,19 @@ impl Journal {
                 content,
                 sealed,
             } => {
-                if self.pending_url(&key, &elicitation_id).is_none() {
+                let Some(req) = self.pending_url(&key, &elicitation_id) else {
                     return Err("not waiting for this elicitation");
-                }
+                };
+                // An approver's page: the answer is theirs, and says so.
+                let by = req.params["_meta"][super::cx::APPROVER_META]["principal"]
+                    .as_str()
+                    .map(|p| format!("approver:{p}"));
                 let mut answer = serde_json::json!({"action": "accept", "content": content});
                 if let Some(s) = sealed {
                     answer["sealed"] = Value::String(s);
                 }
                 self.opened.remove(&key);
-                self.answer(&key, answer, None)
+                self.answer(&key, answer, by)
                     .map_err(|_| "the page's values are not form values")
             }
             Outside::Answer { key, answer, by } => {

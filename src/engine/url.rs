@@ -10,7 +10,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 /// Names the `elicitationId` of the request under a key.
-pub(crate) type IdFn = Rc<dyn Fn(&str) -> String>;
+pub(crate) type IdFn = Rc<dyn Fn(&str, Option<&str>) -> String>;
 /// Opens what a page sealed.
 pub(crate) type OpenFn = Rc<dyn Fn(&str) -> Option<Map<String, Value>>>;
 
@@ -20,7 +20,9 @@ pub(crate) type OpenFn = Rc<dyn Fn(&str) -> Option<Map<String, Value>>>;
 /// what a page sealed for the tool.
 #[derive(Clone)]
 pub struct OutOfBand {
-    /// The `elicitationId` for the request under `key`.
+    /// The `elicitationId` for the request under `key`, for the page of
+    /// the caller, or of the approver named (a principal: see
+    /// [`Cx::elicit_url_from`](super::Cx::elicit_url_from)).
     pub id: IdFn,
     /// Opens what a page sealed (`None`: not sealed by this server).
     pub open: OpenFn,
