@@ -381,7 +381,7 @@ fn with_journal<R>(
             let Some(mut task) = stores.task.load()? else {
                 return Ok(None);
             };
-            if task.status.is_terminal() {
+            if task.status.is_final() {
                 return Ok(None);
             }
             let (r, changed) = f(&mut task.journal);

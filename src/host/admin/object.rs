@@ -410,7 +410,7 @@ fn export(stores: &Stores<'_>, ids: &[String]) -> Result<Vec<PausedCall>, McpErr
     }
     if let Some(t) = stores.task.load()? {
         let admin = summary::task_id(&t.task_id);
-        if ids.contains(&admin) && !t.status.is_terminal() {
+        if ids.contains(&admin) && !t.status.is_final() {
             out.push(PausedCall::new(admin, t.tool, t.arguments, t.journal));
         }
     }
