@@ -347,7 +347,7 @@ fn cancel_session_call(
     if let Transition::No(why) = kept::transition(call.summary(&meta).status, Event::Cancel) {
         return Ok(Err(why.why()));
     }
-    call.state = crate::session::CallState::Cancelled;
+    call.state = kept::Status::Cancelled;
     call.journal
         .mark(now_ms, RoundEnd::Cancelled, Some(why), "");
     call.journal = Journal {
