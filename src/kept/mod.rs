@@ -291,10 +291,14 @@ mod tests {
             ("parked", Status::Parked),
             ("completed", Status::Completed),
         ] {
-            let read: Status = serde_json::from_value(serde_json::json!(old)).unwrap();
+            let read: Status =
+                serde_json::from_value(serde_json::json!(old)).expect("an old word reads");
             assert_eq!(read, status, "{old}");
         }
-        assert_eq!(serde_json::to_value(Status::Waiting).unwrap(), "waiting");
+        assert_eq!(
+            serde_json::to_value(Status::Waiting).expect("a status serializes"),
+            "waiting"
+        );
     }
 
     #[test]
