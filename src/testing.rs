@@ -343,7 +343,7 @@ impl TestServer {
                 ));
             }
             if let Ok(Some(task)) = crate::server::task::TaskStore::load(&o.task) {
-                if !task.status.is_terminal() {
+                if !task.status.is_final() {
                     out.push(PausedCall::new(
                         name.clone(),
                         task.tool,

@@ -412,7 +412,7 @@ fn cancelling_gives_each_client_a_clear_error_and_a_task_becomes_cancelled() {
     // The session's call: the error is on its stream.
     let store = &s.objects[&format!("session:{sid}")].session;
     let call = &store.calls().expect("as the test set it up")[0];
-    assert_eq!(call.state, durable_mcp::session::CallState::Cancelled);
+    assert_eq!(call.state, durable_mcp::kept::Status::Cancelled);
     let events = store
         .events_after(&call.stream, 0)
         .expect("as the test set it up");

@@ -25,10 +25,7 @@ use super::{Suspended, ToolError};
 /// The `_meta` key of a URL elicitation's params that holds what its page
 /// shows ([`Cx::elicit_url_showing`]).
 pub const PAGE_DETAILS_META: &str = "io.durable-mcp/page";
-/// Where a URL elicitation's request names the principal whose page it is
-/// when that is not the caller ([`Cx::elicit_url_from`]): the client can
-/// show whom the call waits for.
-pub const APPROVER_META: &str = "io.durable-mcp/approver";
+pub use super::journal::APPROVER_META;
 use crate::auth::Caller;
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};

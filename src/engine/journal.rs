@@ -90,7 +90,7 @@ impl InputRequest {
         let Some(own) = self.url_elicitation_id() else {
             return false;
         };
-        match self.params["_meta"][super::cx::APPROVER_META]["link"].as_str() {
+        match self.params["_meta"][APPROVER_META]["link"].as_str() {
             Some(link) => link_digest(id) == link,
             None => own == id,
         }
@@ -550,6 +550,11 @@ pub(crate) fn unfit(key: &str, method: &str, why: &str) -> McpError {
          the question is still open: answer it again"
     ))
 }
+
+/// Where a URL elicitation's request names the principal whose page it is
+/// when that is not the caller ([`crate::Cx::elicit_url_from`]): the
+/// client can show whom the call waits for.
+pub const APPROVER_META: &str = "io.durable-mcp/approver";
 
 /// The digest an approver's link is kept under.
 pub(super) fn link_digest(id: &str) -> String {

@@ -85,7 +85,7 @@ impl Journal {
                     return Err("not waiting for this elicitation");
                 };
                 // An approver's page: the answer is theirs, and says so.
-                let by = req.params["_meta"][super::cx::APPROVER_META]["principal"]
+                let by = req.params["_meta"][super::journal::APPROVER_META]["principal"]
                     .as_str()
                     .map(|p| format!("approver:{p}"));
                 let mut answer = serde_json::json!({"action": "accept", "content": content});

@@ -8,13 +8,14 @@ use std::task::Poll;
 use serde_json::{json, Value};
 
 use super::events::{log_all, stream_reply};
-use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
+use super::store::{SessionCall, SessionMeta, SessionStore};
 use super::{caps_of, progress_token, session_shape};
 use crate::effects::{Push, Reply};
 use crate::engine::{ClientCaps, Journal, Outside, RoundEnd};
 use crate::error::McpError;
 use crate::http::HttpResponse;
 use crate::http::SseEvent;
+use crate::kept::Status;
 use crate::protocol::{notification, result_response, ClientRequest, Method, Request};
 use crate::server::{call_target, round, Env, Kept, Server, Site, Step, Target};
 
@@ -120,7 +121,7 @@ fn new_call(server: &Server, turn: &Turn, env: &Env, r: &Request, resumable: boo
         method: r.method.clone(),
         params: r.call_params(),
         journal: Journal::new(),
-        state: CallState::Initializing,
+        state: Status::Working,
         resume_token: resumable.then(|| crate::server::new_call_id(env)),
         max_wait_ms: resumable.then_some(server.config.resume_max_wait_ms),
         last_contact_ms: env.now_ms,
@@ -253,34 +254,17 @@ pub(crate) async fn take_outside(
     call_id: &str,
     what: Outside,
 ) -> Result<Result<Vec<Push>, Refused>, McpError> {
-    let Some(meta) = store.meta()? else {
-        return Ok(Err(Refused::Not("not found")));
+    let (meta, mut call) = match waiting_call(server, store, env, call_id)? {
+        Ok(found) => found,
+        Err(refused) => return Ok(Err(refused)),
     };
-    let found = store
-        .calls()?
-        .into_iter()
-        .find(|c| c.call_id == call_id && !c.state.is_final());
-    let Some(mut call) = found else {
-        return Ok(Err(Refused::Not("not found")));
-    };
-    if running_elsewhere(server, &call, env.now_ms) {
-        return Ok(Err(Refused::Busy));
-    }
-    let page = match &what {
-        Outside::Page { elicitation_id, .. } => Some(elicitation_id.clone()),
-        _ => None,
-    };
+    // A page's completion is told on the call's stream, before what the
+    // round it lets run says.
+    let mut messages: Vec<Value> = page_completed(&what).into_iter().collect();
     if let Err(why) = call.journal.take_outside(what, env.now_ms) {
         return Ok(Err(Refused::Not(why)));
     }
     let stream = call.stream.clone();
-    let mut messages = Vec::new();
-    if let Some(id) = page {
-        messages.push(notification(
-            "notifications/elicitation/complete",
-            json!({ "elicitationId": id }),
-        ));
-    }
     let turn = turn.unwrap_or_else(|| Turn::of(&call));
     if call.journal.pending.is_empty() || continue_after_checkpoints(&mut call) {
         messages.extend(run_claimed(server, store, env, &meta, &turn, &mut call).await?);
@@ -292,6 +276,41 @@ pub(crate) async fn take_outside(
         events,
         close,
     }]))
+}
+
+/// What the call's client is told of a page's completion.
+fn page_completed(what: &Outside) -> Option<Value> {
+    let Outside::Page { elicitation_id, .. } = what else {
+        return None;
+    };
+    Some(notification(
+        "notifications/elicitation/complete",
+        json!({ "elicitationId": elicitation_id }),
+    ))
+}
+
+/// The session and its call `call_id`, if that call is not finished and
+/// no round of it runs right now (else why not).
+fn waiting_call(
+    server: &Server,
+    store: &dyn SessionStore,
+    env: &Env,
+    call_id: &str,
+) -> Result<Result<(SessionMeta, SessionCall), Refused>, McpError> {
+    let Some(meta) = store.meta()? else {
+        return Ok(Err(Refused::Not("not found")));
+    };
+    let found = store
+        .calls()?
+        .into_iter()
+        .find(|c| c.call_id == call_id && !c.state.is_final());
+    let Some(call) = found else {
+        return Ok(Err(Refused::Not("not found")));
+    };
+    if running_elsewhere(server, &call, env.now_ms) {
+        return Ok(Err(Refused::Busy));
+    }
+    Ok(Ok((meta, call)))
 }
 
 /// Stores `call` after a round and logs what the round said on its
@@ -322,12 +341,8 @@ pub(super) fn store_round(
         (RoundEnd::Failed, Some(&why), error),
         "",
     );
-    call.state = CallState::Failed;
-    call.journal = Journal {
-        round: call.journal.round,
-        trail: call.journal.trail.take(),
-        ..Journal::new()
-    };
+    call.state = Status::Failed;
+    forget_journal(call);
     store.put_call(call).map_err(|_| e)?;
     log_all(
         store,
@@ -403,12 +418,8 @@ pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec
     let mut pushes = Vec::new();
     for mut call in store.calls()? {
         if &call.request_id == request_id && !call.state.is_final() {
-            call.state = CallState::Cancelled;
-            call.journal = Journal {
-                round: call.journal.round,
-                trail: call.journal.trail.take(),
-                ..Journal::new()
-            };
+            call.state = Status::Cancelled;
+            forget_journal(&mut call);
             store.put_call(&call)?;
             pushes.push(Push {
                 stream: call.stream.clone(),
@@ -483,6 +494,8 @@ pub(super) fn continue_after_checkpoints(call: &mut SessionCall) -> bool {
     true
 }
 
+/// Runs one round of `call` and settles it; returns what its stream
+/// gets.
 async fn advance_once(
     rounds: &Rounds<'_>,
     store: &dyn SessionStore,
@@ -492,49 +505,59 @@ async fn advance_once(
     call: &mut SessionCall,
 ) -> Vec<Value> {
     let server = rounds.server;
-    let method = rounds.method;
-    let before = call.state;
-    call.state = CallState::Running;
     let (target, args) = match &rounds.target {
         Ok((target, args)) => (target, args.clone()),
         // A paused call whose tool this deploy does not serve: kept.
-        Err(_) if call.journal.round > 0 && method == Some(Method::ToolsCall) => {
-            let name = call
-                .params
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let gone = crate::engine::tool_gone(name);
-            let error = Some((gone.code(), format!("{:?}", gone.kind)));
-            let end = (RoundEnd::Parked, Some(gone.message.as_str()), error);
-            mark(server, call, meta, env, end, &turn.caller.principal);
-            return park(call, before, &gone);
+        Err(_) if call.journal.round > 0 && rounds.method == Some(Method::ToolsCall) => {
+            return tool_gone(server, meta, env, turn, call);
         }
         Err(e) => {
-            call.state = CallState::Failed;
+            call.state = Status::Failed;
             return vec![e.clone().to_response(Some(&call.request_id))];
         }
     };
     let site = site_of(meta, turn, call);
-    let is_tool = method == Some(Method::ToolsCall);
+    let is_tool = rounds.method == Some(Method::ToolsCall);
     let run = round::run(server, target, args, call.journal.clone(), site).await;
     let mut messages = run.notifications;
     let step = Step::of(run.outcome, is_tool);
     let (end, why) = round::end_of(&step);
     let error = round::error_of(&step);
-    messages.extend(settle(store, env, call, before, step));
+    messages.extend(settle(store, env, call, step));
     let end = (end, why.as_deref(), error);
     mark(server, call, meta, env, end, &turn.caller.principal);
     if call.state.is_final() {
-        // The journal is no longer needed; keep the row for getStatus,
-        // and its trail for an operator.
-        call.journal = Journal {
-            round: call.journal.round,
-            trail: call.journal.trail.take(),
-            ..Journal::new()
-        };
+        forget_journal(call);
     }
     messages
+}
+
+/// A paused call whose tool this deploy does not serve parks (kept for a
+/// rollback or a fix); the round's end is marked with why.
+fn tool_gone(
+    server: &Server,
+    meta: &SessionMeta,
+    env: &Env,
+    turn: &Turn,
+    call: &mut SessionCall,
+) -> Vec<Value> {
+    let name = call.params["name"].as_str().unwrap_or("");
+    let gone = crate::engine::tool_gone(name);
+    let error = Some((gone.code(), format!("{:?}", gone.kind)));
+    let end = (RoundEnd::Parked, Some(gone.message.as_str()), error);
+    mark(server, call, meta, env, end, &turn.caller.principal);
+    park(call, &gone)
+}
+
+/// A finished call's journal is no longer needed: the row stays for
+/// `requests/getStatus`, with its round count and its trail for an
+/// operator.
+fn forget_journal(call: &mut SessionCall) {
+    call.journal = Journal {
+        round: call.journal.round,
+        trail: call.journal.trail.take(),
+        ..Journal::new()
+    };
 }
 
 /// Where a round of `call` runs: the session's client, its caller, and
@@ -563,26 +586,20 @@ fn site_of(meta: &SessionMeta, turn: &Turn, call: &SessionCall) -> Site {
     site
 }
 
-/// What a round's `step` leaves `call` in (it was `before`), and what the
-/// client is told on the call's stream.
-fn settle(
-    store: &dyn SessionStore,
-    env: &Env,
-    call: &mut SessionCall,
-    before: CallState,
-    step: Step,
-) -> Vec<Value> {
+/// What a round's `step` leaves `call` in, and what the client is told on
+/// the call's stream.
+fn settle(store: &dyn SessionStore, env: &Env, call: &mut SessionCall, step: Step) -> Vec<Value> {
     let (state, said) = match step {
         Step::Done(v) => (
-            CallState::Completed,
+            Status::Completed,
             result_response(&call.request_id, session_shape(v)),
         ),
         Step::Refused(m) => (
-            CallState::Failed,
+            Status::Failed,
             McpError::invalid_params(m).to_response(Some(&call.request_id)),
         ),
-        Step::Failed(e) => (CallState::Failed, e.to_response(Some(&call.request_id))),
-        Step::Parked(e) => return park(call, before, &e),
+        Step::Failed(e) => (Status::Failed, e.to_response(Some(&call.request_id))),
+        Step::Parked(e) => return park(call, &e),
         Step::Paused { requests, journal } => return asked(store, env, call, requests, journal),
     };
     call.state = state;
@@ -600,16 +617,16 @@ fn asked(
 ) -> Vec<Value> {
     journal.round = call.journal.round + 1;
     if let Err(e) = ensure_stream(store, env, call) {
-        call.state = CallState::Failed;
+        call.state = Status::Failed;
         return vec![e.to_response(Some(&call.request_id))];
     }
-    let asks = requests.values().find(|r| !r.is_internal());
-    call.state = match asks.map(|r| r.method.as_str()) {
-        Some("sampling/createMessage") => CallState::AwaitingSample,
-        Some("roots/list") => CallState::AwaitingRoots,
-        Some(_) => CallState::AwaitingElicit,
-        // Only checkpoints: the client's next GET continues the call.
-        None => CallState::Running,
+    // It waits for its client's answers (which ones `seed_status` tells
+    // from the journal); with only checkpoints the client's next GET
+    // continues the call, as a working one.
+    call.state = if requests.values().any(|r| !r.is_internal()) {
+        Status::Waiting
+    } else {
+        Status::Working
     };
     let mut messages = Vec::new();
     for (key, r) in requests.iter().filter(|(_, r)| !r.is_internal()) {
@@ -659,11 +676,8 @@ fn mark(
 /// (a log message; no response ends the call), and the call runs again
 /// when the client next comes back to it (its stream resumed, its answer
 /// sent again) — on a rollback or a fixing deploy it goes on.
-fn park(call: &mut SessionCall, before: CallState, e: &McpError) -> Vec<Value> {
-    call.state = match before {
-        CallState::Initializing | CallState::Running => CallState::Running,
-        waiting => waiting,
-    };
+fn park(call: &mut SessionCall, e: &McpError) -> Vec<Value> {
+    call.state = Status::Parked;
     vec![notification(
         "notifications/message",
         json!({"level": "error", "logger": "durable-mcp", "data": e.to_error_object()}),

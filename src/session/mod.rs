@@ -28,7 +28,7 @@ mod streams;
 pub(crate) use calls::{take_outside, Refused, Turn};
 pub(crate) use events::logged_push;
 pub(crate) use resume::on_alarm;
-pub use store::{CallState, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
+pub use store::{seed_status, MemorySessionStore, SessionCall, SessionMeta, SessionStore};
 
 use serde_json::{json, Map, Value};
 
@@ -99,41 +99,9 @@ async fn handle_inner(
     let Some(mut meta) = meta else {
         return Err((not_found(), None));
     };
-    // A session belongs to whoever opened it: to anyone else it does not
-    // exist (the same answer as an unknown id, so ids cannot be probed).
-    let caller = server.authenticate(req).map_err(|e| (e, None))?;
-    if caller.principal != meta.principal {
-        return Err((not_found(), None));
-    }
-    // Who this request is, for every round it runs (read once).
-    let turn = calls::Turn {
-        caller,
-        resource: server.resource_of(req),
-        // Pages are named under the session's own origin (in its meta);
-        // only a session older than that field needs this request's.
-        origin: if meta.origin.is_empty() {
-            crate::auth::origin_of(req.header("host"))
-        } else {
-            String::new()
-        },
-    };
-    if let Some(v) = req.header("mcp-protocol-version") {
-        if !is_session_version(v.trim()) {
-            return Err((
-                McpError::invalid_request(format!("Unsupported MCP-Protocol-Version: {v}")),
-                None,
-            ));
-        }
-    }
-    // The idle TTL runs from the last request; storing that on every
-    // request would be a write per request, so it is stored when it moved
-    // by more than the slack (a request that writes the session anyway, a
-    // call, stores it exactly). The alarm adds the slack back.
-    let stale = env.now_ms.saturating_sub(meta.last_seen_ms) >= last_seen_slack(server);
-    meta.last_seen_ms = env.now_ms;
-    if stale {
-        store.put_meta(&meta).map_err(|e| (e, None))?;
-    }
+    let turn = turn_of(server, req, &meta).map_err(|e| (e, None))?;
+    check_version(req).map_err(|e| (e, None))?;
+    seen(server, env, store, &mut meta).map_err(|e| (e, None))?;
     match req.method.as_str() {
         "GET" => streams::get(server, req, env, store, &meta, &turn)
             .await
@@ -145,6 +113,60 @@ async fn handle_inner(
             None,
         )),
     }
+}
+
+/// Who this request is, for every round it runs (read once). A session
+/// belongs to whoever opened it: to anyone else it does not exist (the
+/// same answer as an unknown id, so ids cannot be probed).
+fn turn_of(
+    server: &Server,
+    req: &HttpRequest,
+    meta: &SessionMeta,
+) -> Result<calls::Turn, McpError> {
+    let caller = server.authenticate(req)?;
+    if caller.principal != meta.principal {
+        return Err(not_found());
+    }
+    Ok(calls::Turn {
+        caller,
+        resource: server.resource_of(req),
+        // Pages are named under the session's own origin (in its meta);
+        // only a session older than that field needs this request's.
+        origin: if meta.origin.is_empty() {
+            crate::auth::origin_of(req.header("host"))
+        } else {
+            String::new()
+        },
+    })
+}
+
+/// Refuses a request whose `MCP-Protocol-Version` this wire does not
+/// speak.
+fn check_version(req: &HttpRequest) -> Result<(), McpError> {
+    match req.header("mcp-protocol-version") {
+        Some(v) if !is_session_version(v.trim()) => Err(McpError::invalid_request(format!(
+            "Unsupported MCP-Protocol-Version: {v}"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The idle TTL runs from the last request; storing that on every
+/// request would be a write per request, so it is stored when it moved
+/// by more than the slack (a request that writes the session anyway, a
+/// call, stores it exactly). The alarm adds the slack back.
+fn seen(
+    server: &Server,
+    env: &Env,
+    store: &dyn SessionStore,
+    meta: &mut SessionMeta,
+) -> Result<(), McpError> {
+    let stale = env.now_ms.saturating_sub(meta.last_seen_ms) >= last_seen_slack(server);
+    meta.last_seen_ms = env.now_ms;
+    if stale {
+        store.put_meta(meta)?;
+    }
+    Ok(())
 }
 
 fn is_session_version(v: &str) -> bool {
@@ -159,30 +181,11 @@ fn initialize(
     store: &dyn SessionStore,
     session_id: &str,
 ) -> Result<Reply, McpError> {
-    let Message::Request(r) = parse_message(&req.body).map_err(|(e, _)| e)? else {
-        return Err(McpError::invalid_request(
-            "Invalid Request: expected initialize",
-        ));
-    };
-    if r.kind != Some(Method::Initialize) {
-        return Err(McpError::invalid_request(
-            "Invalid Request: expected initialize",
-        ));
-    }
-    let (requested, capabilities) = match &r.params {
-        ClientRequest::Initialize(p) => (p.protocol_version.as_deref(), p.capabilities.clone()),
-        _ => (None, None),
-    };
-    let requested = requested.unwrap_or(SESSION);
-    let version = if is_session_version(requested) {
-        requested
-    } else {
-        SESSION
-    };
+    let (r, version, capabilities) = initialize_request(req)?;
     store.put_meta(&SessionMeta {
         id: session_id.to_string(),
-        protocol_version: version.to_string(),
-        client_capabilities: capabilities.unwrap_or_else(|| json!({})),
+        protocol_version: version.clone(),
+        client_capabilities: capabilities,
         log_level: None,
         subscriptions: Vec::new(),
         next_stream: 1,
@@ -191,8 +194,44 @@ fn initialize(
         alarm_at_ms: None,
         origin: crate::auth::origin_of(req.header("host")),
     })?;
-    // List changes are announced on a call's own stream here (there is no
-    // standalone stream in polling mode), so no listChanged is promised.
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": session_capabilities(server),
+        "serverInfo": {"name": server.config.name, "version": server.config.version},
+    });
+    if let Some(i) = &server.config.instructions {
+        result["instructions"] = json!(i);
+    }
+    let response = result_reply(&r.id, &result).with_header(SESSION_HEADER, session_id);
+    Ok(Reply::new(response))
+}
+
+/// The `initialize` request, the version the session speaks (the
+/// client's when this wire speaks it, else the latest) and the client's
+/// capabilities.
+fn initialize_request(req: &HttpRequest) -> Result<(Request, String, Value), McpError> {
+    let expected = || McpError::invalid_request("Invalid Request: expected initialize");
+    let Message::Request(r) = parse_message(&req.body).map_err(|(e, _)| e)? else {
+        return Err(expected());
+    };
+    if r.kind != Some(Method::Initialize) {
+        return Err(expected());
+    }
+    let (requested, capabilities) = match &r.params {
+        ClientRequest::Initialize(p) => (p.protocol_version.as_deref(), p.capabilities.clone()),
+        _ => (None, None),
+    };
+    let version = match requested {
+        Some(v) if is_session_version(v) => v.to_string(),
+        _ => SESSION.to_string(),
+    };
+    Ok((r, version, capabilities.unwrap_or_else(|| json!({}))))
+}
+
+/// What the server declares to a session's client. List changes are
+/// announced on a call's own stream here (there is no standalone stream
+/// in polling mode), so no listChanged is promised.
+fn session_capabilities(server: &Server) -> Value {
     let mut capabilities = crate::server::capabilities();
     capabilities["tools"] = json!({});
     capabilities["prompts"] = json!({});
@@ -201,16 +240,7 @@ fn initialize(
         crate::app::declare_ui_extension(&mut capabilities);
     }
     crate::server::declare_skills(&server.registry, &mut capabilities);
-    let mut result = json!({
-        "protocolVersion": version,
-        "capabilities": capabilities,
-        "serverInfo": {"name": server.config.name, "version": server.config.version},
-    });
-    if let Some(i) = &server.config.instructions {
-        result["instructions"] = json!(i);
-    }
-    let response = result_reply(&r.id, &result).with_header(SESSION_HEADER, session_id);
-    Ok(Reply::new(response))
+    capabilities
 }
 
 async fn post(
@@ -241,18 +271,26 @@ async fn post(
             }
             Ok(accepted(pushes))
         }
-        Message::Request(r) => match request(server, env, store, &mut meta, &r, turn).await {
-            Ok(reply) => Ok(reply),
-            // A missing scope is the transport's: a 403 with its challenge,
-            // which the client acts on (signs in again, then retries).
-            Err(e) if e.challenge.is_some() => Err((e, Some(r.id.clone()))),
-            // A method's error is a JSON-RPC response like any other; HTTP
-            // error statuses are for the transport (session, headers, body).
-            Err(e) => Ok(Reply::new(HttpResponse::json(
-                200,
-                &e.to_response(Some(&r.id)),
-            ))),
-        },
+        Message::Request(r) => {
+            let reply = request(server, env, store, &mut meta, &r, turn).await;
+            respond(&r, reply)
+        }
+    }
+}
+
+/// What a request's client gets when its method failed.
+fn respond(r: &Request, reply: Result<Reply, McpError>) -> Result<Reply, Rejection> {
+    match reply {
+        Ok(reply) => Ok(reply),
+        // A missing scope is the transport's: a 403 with its challenge,
+        // which the client acts on (signs in again, then retries).
+        Err(e) if e.challenge.is_some() => Err((e, Some(r.id.clone()))),
+        // A method's error is a JSON-RPC response like any other; HTTP
+        // error statuses are for the transport (session, headers, body).
+        Err(e) => Ok(Reply::new(HttpResponse::json(
+            200,
+            &e.to_response(Some(&r.id)),
+        ))),
     }
 }
 
@@ -273,22 +311,8 @@ async fn request(
             "Invalid Request: the session is already initialized",
         )),
         Method::Ping => Ok(ok(json!({}))),
-        Method::LoggingSetLevel => {
-            let ClientRequest::SetLevel(p) = &r.params else {
-                return Err(r.params.unusable());
-            };
-            let level = p.level.as_str();
-            meta.log_level = Some(level.to_string());
-            store.put_meta(meta)?;
-            Ok(ok(json!({})))
-        }
-        Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
-            let uri = r.params.uri()?;
-            meta.subscriptions.retain(|u| u != uri);
-            if method == Method::ResourcesSubscribe {
-                meta.subscriptions.push(uri.to_string());
-            }
-            store.put_meta(meta)?;
+        Method::LoggingSetLevel | Method::ResourcesSubscribe | Method::ResourcesUnsubscribe => {
+            keep_for_client(store, meta, method, r)?;
             Ok(ok(json!({})))
         }
         m if m.is_call() => calls::start(server, turn, env, store, meta, r).await,
@@ -300,6 +324,30 @@ async fn request(
             None => Err(McpError::method_not_found(&r.method)),
         },
     }
+}
+
+/// `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`:
+/// what the session keeps for its client (its log level, the resources it
+/// hears of), stored.
+fn keep_for_client(
+    store: &dyn SessionStore,
+    meta: &mut SessionMeta,
+    method: Method,
+    r: &Request,
+) -> Result<(), McpError> {
+    if method == Method::LoggingSetLevel {
+        let ClientRequest::SetLevel(p) = &r.params else {
+            return Err(r.params.unusable());
+        };
+        meta.log_level = Some(p.level.as_str().to_string());
+    } else {
+        let uri = r.params.uri()?;
+        meta.subscriptions.retain(|u| u != uri);
+        if method == Method::ResourcesSubscribe {
+            meta.subscriptions.push(uri.to_string());
+        }
+    }
+    store.put_meta(meta)
 }
 
 /// Drops the fields 2026-07-28 added to results (`resultType`, `ttlMs`,

@@ -11,10 +11,11 @@
 use serde_json::{json, Value};
 
 use super::events::{event_id, logged, stream_reply};
-use super::store::{CallState, SessionCall, SessionMeta, SessionStore};
+use super::store::{seed_status, SessionCall, SessionMeta, SessionStore};
 use crate::effects::{Effect, Reply};
 use crate::engine::Journal;
 use crate::error::{ErrorKind, McpError};
+use crate::kept::Status;
 use crate::protocol::params::ResumableParams;
 use crate::protocol::{ClientRequest, Request};
 use crate::server::{Env, Server};
@@ -66,7 +67,7 @@ pub(super) fn get_status(
         .count();
     Ok(json!({
         "requestId": call.request_id,
-        "status": call.state,
+        "status": seed_status(&call),
         "lastEventId": event_id(&call.stream, last),
         "deliveredEventId": event_id(&call.stream, call.confirmed_lsn),
         "undeliveredMessages": undelivered,
@@ -89,7 +90,7 @@ pub(super) fn resume(
     r: &Request,
 ) -> Result<Reply, McpError> {
     let mut call = find(store, &r.id, resumable(r)?.resume_token.as_deref())?;
-    if call.state == CallState::Cancelled {
+    if call.state == Status::Cancelled {
         return Err(McpError::invalid_params(
             "Invalid params: the request was cancelled (its resume policy's maxWait passed)",
         ));
@@ -165,7 +166,7 @@ pub(crate) fn on_alarm(
     for mut c in store.calls()? {
         if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
             if now_ms >= c.last_contact_ms.saturating_add(max) {
-                c.state = CallState::Cancelled;
+                c.state = Status::Cancelled;
                 c.journal = Journal::new();
                 store.put_call(&c)?;
                 // The request gets its answer: whoever reads the stream later

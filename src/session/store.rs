@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::engine::{Journal, RoundEnd};
+use crate::engine::{Journal, RoundEnd, CHECKPOINT, DETACH, TIMER};
 use crate::error::McpError;
 use crate::kept::summary;
 use crate::kept::{CallSummary, Kind, Status};
@@ -47,35 +47,6 @@ pub struct SessionMeta {
     pub origin: String,
 }
 
-/// Where a call of the session is (seed 003's model).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallState {
-    /// Accepted, not run yet.
-    Initializing,
-    /// Running a round.
-    Running,
-    /// Waiting for the client's answer to an elicitation.
-    AwaitingElicit,
-    /// Waiting for the client's answer to a sampling request.
-    AwaitingSample,
-    /// Waiting for the client's roots.
-    AwaitingRoots,
-    /// Finished with a result.
-    Completed,
-    /// Finished with an error.
-    Failed,
-    /// Cancelled by the client or by its resume policy's `maxWait`.
-    Cancelled,
-}
-
-impl CallState {
-    /// True once nothing more will happen.
-    pub fn is_final(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
-
 /// One request of the session that runs through the engine (a call).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SessionCall {
@@ -95,8 +66,10 @@ pub struct SessionCall {
     pub params: Value,
     /// The replay journal.
     pub journal: Journal,
-    /// Where it is.
-    pub state: CallState,
+    /// Where it is: the one status of a kept call (rows stored before
+    /// read their seed-003 words: `running`, `awaiting_elicit`, …).
+    /// `requests/getStatus` shows [`seed_status`] of it.
+    pub state: Status,
     /// The resume token, when the client declared `resumableRequests`.
     #[serde(default)]
     pub resume_token: Option<String>,
@@ -158,20 +131,12 @@ impl SessionCall {
     /// `s.<digest of the session id>.<call id>`).
     pub fn summary(&self, meta: &SessionMeta) -> CallSummary {
         let j = &self.journal;
-        let parked_last = summary::last_end(j).is_some_and(|(e, _)| e == RoundEnd::Parked);
-        let status = match self.state {
+        let status = match self.status_of_old_row() {
             // A round claimed it (running, or died with its isolate: the
             // next request takes it over): working, as a durable call's
             // claimed row is.
             s if self.claimed_at_ms != 0 && !s.is_final() => Status::Working,
-            CallState::Initializing | CallState::Running if parked_last => Status::Parked,
-            CallState::Initializing | CallState::Running => Status::Working,
-            CallState::AwaitingElicit | CallState::AwaitingSample | CallState::AwaitingRoots => {
-                summary::paused(j)
-            }
-            CallState::Completed => Status::Completed,
-            CallState::Failed => Status::Failed,
-            CallState::Cancelled => Status::Cancelled,
+            s => s,
         };
         let id = summary::session_call_id(&meta.id, self.admin_key());
         let mut s = summary::base(id, Kind::Session, self.target().to_string(), status, j);
@@ -183,6 +148,57 @@ impl SessionCall {
             s.created_ms = self.last_contact_ms;
         }
         s
+    }
+
+    /// Its status, as a row stored before sessions kept the one status
+    /// meant it: a call parked on new code kept the word it had before
+    /// its round (`running`, `awaiting_elicit`, …), and its last round's
+    /// end said parked. A row stored since is parked already (this
+    /// changes nothing of it).
+    fn status_of_old_row(&self) -> Status {
+        let parked_last =
+            summary::last_end(&self.journal).is_some_and(|(e, _)| e == RoundEnd::Parked);
+        match self.state {
+            Status::Working | Status::Waiting if parked_last => Status::Parked,
+            s => s,
+        }
+    }
+}
+
+/// The call's status in seed 003's words (`requests/getStatus`), from its
+/// one status and its journal: not run yet is `initializing`; working is
+/// `running`; waiting or parked is `awaiting_elicit`, `awaiting_sample` or
+/// `awaiting_roots` by the question it asked its client last (its answer
+/// may be in: a call parked after it keeps that word), or `running` when
+/// it asked the client nothing (only checkpoints).
+pub fn seed_status(call: &SessionCall) -> &'static str {
+    match call.state {
+        Status::Completed => "completed",
+        Status::Failed => "failed",
+        Status::Cancelled => "cancelled",
+        Status::Working if call.journal.round == 0 => "initializing",
+        Status::Working => "running",
+        Status::Waiting | Status::Parked => match client_question(&call.journal) {
+            Some("sampling/createMessage") => "awaiting_sample",
+            Some("roots/list") => "awaiting_roots",
+            Some(_) => "awaiting_elicit",
+            None => "running",
+        },
+    }
+}
+
+/// The method of the first question for the client the call's last paused
+/// round asked (per its trail; where it keeps none, of what is pending).
+fn client_question(j: &Journal) -> Option<&str> {
+    let for_client = |m: &&str| !matches!(*m, CHECKPOINT | TIMER | DETACH);
+    let marks = j.trail.as_ref().map_or(&[][..], |t| t.marks.as_slice());
+    match marks.iter().rev().find(|m| m.end == RoundEnd::Paused) {
+        Some(m) => m.asked.iter().map(|a| a.method.as_str()).find(for_client),
+        None => j
+            .pending
+            .values()
+            .map(|r| r.method.as_str())
+            .find(for_client),
     }
 }
 
@@ -304,5 +320,145 @@ impl SessionStore for MemorySessionStore {
 
     fn calls(&self) -> Result<Vec<SessionCall>, McpError> {
         Ok(self.calls.borrow().values().cloned().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// A call's row as stored before sessions kept the one status: its
+    /// seed-003 word in `state`; `marks`: its trail's rounds.
+    fn old_row(state: &str, round: u32, pending: Value, marks: Value) -> SessionCall {
+        serde_json::from_value(json!({
+            "stream": "c1",
+            "request_id": 7,
+            "method": "tools/call",
+            "params": {"name": "approve", "arguments": {}},
+            "journal": {"v": 1, "round": round, "pending": pending,
+                        "trail": {"startedMs": 1000, "marks": marks}},
+            "state": state,
+            "last_contact_ms": 2000
+        }))
+        .expect("an old call row loads")
+    }
+
+    fn mark(round: u32, end: &str, asked: &[&str]) -> Value {
+        let asked: Vec<Value> = (asked.iter())
+            .map(|m| json!({"key": "k", "method": m}))
+            .collect();
+        json!({"round": round, "atMs": 1500, "end": end, "asked": asked})
+    }
+
+    #[test]
+    fn rows_stored_with_the_seed_003_words_load_and_show_them_again() {
+        let meta = SessionMeta {
+            id: "s".into(),
+            protocol_version: "2025-11-25".into(),
+            client_capabilities: json!({}),
+            log_level: None,
+            subscriptions: Vec::new(),
+            next_stream: 2,
+            last_seen_ms: 0,
+            principal: String::new(),
+            alarm_at_ms: None,
+            origin: String::new(),
+        };
+        let sample = json!({"k": {"method": "sampling/createMessage"}});
+        let asked_roots = json!([mark(1, "paused", &["roots/list"])]);
+        let checkpoint = json!([mark(1, "paused", &["durable-mcp/checkpoint"])]);
+        let parked_after_elicit = json!([
+            mark(1, "paused", &["elicitation/create"]),
+            mark(2, "parked", &[])
+        ]);
+        let none = json!([]);
+        for (word, round, pending, marks, status, shown) in [
+            (
+                "initializing",
+                0,
+                json!({}),
+                &none,
+                Status::Working,
+                Status::Working,
+            ),
+            (
+                "running",
+                1,
+                json!({}),
+                &checkpoint,
+                Status::Working,
+                Status::Working,
+            ),
+            (
+                "awaiting_sample",
+                1,
+                sample,
+                &none,
+                Status::Waiting,
+                Status::Waiting,
+            ),
+            (
+                "awaiting_roots",
+                1,
+                json!({}),
+                &asked_roots,
+                Status::Waiting,
+                Status::Waiting,
+            ),
+            (
+                "awaiting_elicit",
+                1,
+                json!({}),
+                &parked_after_elicit,
+                Status::Waiting,
+                Status::Parked,
+            ),
+            (
+                "completed",
+                1,
+                json!({}),
+                &none,
+                Status::Completed,
+                Status::Completed,
+            ),
+            (
+                "failed",
+                1,
+                json!({}),
+                &none,
+                Status::Failed,
+                Status::Failed,
+            ),
+            (
+                "cancelled",
+                1,
+                json!({}),
+                &none,
+                Status::Cancelled,
+                Status::Cancelled,
+            ),
+        ] {
+            let call = old_row(word, round, pending, marks.clone());
+            assert_eq!(call.state, status, "{word}");
+            assert_eq!(call.summary(&meta).status, shown, "{word}");
+            assert_eq!(seed_status(&call), word, "the wire's word as before");
+        }
+    }
+
+    #[test]
+    fn a_parked_call_shows_the_word_of_where_it_was() {
+        let asked_elicit = json!([
+            mark(1, "paused", &["elicitation/create"]),
+            mark(2, "parked", &[])
+        ]);
+        let mut call = old_row("parked", 1, json!({}), asked_elicit);
+        assert_eq!(call.state, Status::Parked);
+        assert_eq!(seed_status(&call), "awaiting_elicit", "its answer is in");
+        call.journal.trail = None;
+        assert_eq!(seed_status(&call), "running", "it asked its client nothing");
+        let stored = serde_json::to_value(&call).expect("a call serializes");
+        assert_eq!(stored["state"], "parked");
     }
 }

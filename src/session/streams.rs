@@ -54,16 +54,7 @@ pub(super) async fn get(
     })?;
     call.confirmed_lsn = call.confirmed_lsn.max(lsn);
     call.last_contact_ms = env.now_ms;
-    // Back after a checkpoint, or after a deploy the call could not be
-    // replayed under: the call goes on now.
-    if !running_elsewhere(server, &call, env.now_ms)
-        && (parked(&call) || continue_after_checkpoints(&mut call))
-    {
-        let messages = run_claimed(server, store, env, meta, turn, &mut call).await?;
-        store_round(server, store, env, meta, &mut call, &messages)?;
-    } else {
-        store.put_call(&call)?;
-    }
+    back(server, env, store, meta, turn, &mut call).await?;
     let events: Vec<SseEvent> = store
         .events_after(&stream, lsn)?
         .iter()
@@ -76,4 +67,27 @@ pub(super) async fn get(
         return Ok(Reply::new(HttpResponse::sse(Vec::new(), true)).with(Effect::HoldOpen(stream)));
     }
     Ok(stream_reply(server, &stream, lsn, events, done))
+}
+
+/// The client came back to `call`'s stream: after a checkpoint, or after
+/// a deploy the call could not be replayed under, the call goes on now
+/// (unless a round of it runs elsewhere); else what it confirmed and when
+/// it came are stored.
+async fn back(
+    server: &Server,
+    env: &Env,
+    store: &dyn SessionStore,
+    meta: &SessionMeta,
+    turn: &super::calls::Turn,
+    call: &mut super::SessionCall,
+) -> Result<(), McpError> {
+    if !running_elsewhere(server, call, env.now_ms)
+        && (parked(call) || continue_after_checkpoints(call))
+    {
+        let messages = run_claimed(server, store, env, meta, turn, call).await?;
+        store_round(server, store, env, meta, call, &messages)?;
+        Ok(())
+    } else {
+        store.put_call(call)
+    }
 }

@@ -44,8 +44,9 @@ pub(super) fn hold<'s>(
         // claim past its timeout: the next retry takes that over
         // (`server/call.rs`), and the pause goes in once it has ended.
         let status = k.status();
-        if let Err(why) = change.apply(status, k.journal()) {
-            return Ok(Err(why));
+        match change.apply(status, k.journal()) {
+            Ok(to) => k.set_status(to),
+            Err(why) => return Ok(Err(why)),
         }
         // Resumed: a task's alarm runs it now.
         k.store(server, change.now_ms, change.held.is_none())
@@ -67,19 +68,21 @@ impl Change {
     /// Applies it to a call that is `status` with `journal`, as the
     /// machine says; `Err(why)` when it refuses (or there is nothing to
     /// resume). Pausing a paused call again is done (idempotent).
-    fn apply(&self, status: Status, journal: &mut Journal) -> Result<(), &'static str> {
+    fn apply(&self, status: Status, journal: &mut Journal) -> Result<Status, &'static str> {
         if self.held.is_none() && journal.held.is_none() {
             return Err("not paused");
         }
-        if let Transition::No(why) = kept::transition(status, self.event) {
-            return Err(why.why());
-        }
+        let to = match kept::transition(status, self.event) {
+            Transition::To(to) => to,
+            Transition::No(why) => return Err(why.why()),
+            Transition::Tombstone | Transition::Gone => return Err("not found"),
+        };
         if self.held.is_none() || journal.held.is_none() {
             journal.held.clone_from(&self.held);
             if let Some(t) = journal.trail.as_mut() {
                 t.note(self.now_ms, self.note.clone());
             }
         }
-        Ok(())
+        Ok(to)
     }
 }

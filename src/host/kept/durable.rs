@@ -46,12 +46,8 @@ pub(super) fn by_id<'s>(
 }
 
 impl Durable<'_> {
-    /// Writes the row at `now_ms`; a call still going waits or is parked,
-    /// as its journal now says.
+    /// Writes the row at `now_ms`.
     fn save(mut self, now_ms: u64) -> Result<Vec<Effect>, McpError> {
-        if !self.call.status.is_final() {
-            self.call.status = paused(&self.call.journal);
-        }
         self.call.updated_ms = now_ms;
         self.stores.call.save(&self.id, &self.call)?;
         Ok(Vec::new())
@@ -65,6 +61,15 @@ impl Kept for Durable<'_> {
 
     fn tomb(&self) -> bool {
         self.call.tomb
+    }
+
+    fn set_status(&mut self, status: Status) {
+        // Not going on yet: waiting, or parked while its journal says so
+        // (held, or its last round parked) until its next round.
+        self.call.status = match status {
+            Status::Waiting | Status::Parked => paused(&self.call.journal),
+            s => s,
+        };
     }
 
     fn journal(&mut self) -> &mut Journal {

@@ -29,6 +29,9 @@ pub(crate) trait Kept {
     fn tomb(&self) -> bool {
         false
     }
+    /// Moves it to `status`, as the machine said (stored by
+    /// [`Kept::store`]).
+    fn set_status(&mut self, status: Status);
     /// Its journal.
     fn journal(&mut self) -> &mut Journal;
     /// Its journal, to read.

@@ -57,6 +57,15 @@ impl Kept for Session<'_> {
         self.call.summary(&self.meta).status
     }
 
+    fn set_status(&mut self, status: Status) {
+        // Not going on yet: waiting, or parked while its journal says so
+        // (held, or its last round parked) until its next round.
+        self.call.state = match status {
+            Status::Waiting | Status::Parked => crate::kept::summary::paused(&self.call.journal),
+            s => s,
+        };
+    }
+
     fn journal(&mut self) -> &mut Journal {
         &mut self.call.journal
     }
@@ -102,7 +111,7 @@ impl Kept for Session<'_> {
         why: &str,
     ) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
         let call = &mut self.call;
-        call.state = crate::session::CallState::Cancelled;
+        call.state = Status::Cancelled;
         call.journal
             .mark(now_ms, RoundEnd::Cancelled, Some(why), "");
         call.journal = Journal {

@@ -55,6 +55,17 @@ impl Kept for Task<'_> {
         self.task.summary().status
     }
 
+    fn set_status(&mut self, status: Status) {
+        // A task goes on by itself: held, its next slice parks it (its
+        // journal says held); going on again, it waits if anything is
+        // pending, else its alarm works.
+        self.task.status = match status {
+            Status::Parked => self.task.status,
+            s if s.is_final() => s,
+            _ => self.task.going_on(),
+        };
+    }
+
     fn journal(&mut self) -> &mut Journal {
         &mut self.task.journal
     }

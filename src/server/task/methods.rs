@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::slice::{next_wake, store};
-use super::{detailed, extension_required, unknown_task, TaskHost, TaskRecord, TaskStatus};
+use super::{detailed, extension_required, unknown_task, wire_status, TaskHost, TaskRecord};
 use crate::engine::ClientCaps;
 use crate::error::McpError;
 use crate::protocol::{ClientRequest, Method, Request};
@@ -82,7 +82,7 @@ fn own_task<'c>(
 fn nudge(server: &Server, t: &TaskRecord, now: u64) -> Vec<crate::effects::Effect> {
     const MARGIN_MS: u64 = 2000;
     let due = next_wake(server, t, t.updated_ms);
-    if !t.status.is_terminal() && due.saturating_add(MARGIN_MS) <= now {
+    if !t.status.is_final() && due.saturating_add(MARGIN_MS) <= now {
         vec![crate::effects::Effect::WakeAt(now)]
     } else {
         Vec::new()
@@ -104,7 +104,7 @@ fn update(
     inputs: Map<String, Value>,
     now: u64,
 ) -> Result<MethodReply, McpError> {
-    if t.status != TaskStatus::InputRequired {
+    if wire_status(&t) != "input_required" {
         return Ok(MethodReply::plain(ack()));
     }
     let answers: Vec<(String, Result<Value, Value>)> = inputs
@@ -116,9 +116,8 @@ fn update(
     if t.journal.accept_answers(answers) == 0 {
         return Ok(MethodReply::plain(ack()));
     }
-    if !t.journal.pending.values().any(|r| !r.is_internal()) {
-        t.status = TaskStatus::Working;
-    }
+    // Waiting still while questions (or a timer) are left; else it goes on.
+    t.status = t.going_on();
     t.updated_ms = now;
     let effects = store(server, host, t, now)?;
     Ok(MethodReply {
@@ -157,7 +156,7 @@ pub(crate) fn cancel_task(
     ) {
         return Ok(None);
     }
-    t.status = TaskStatus::Cancelled;
+    t.status = crate::kept::Status::Cancelled;
     t.status_message = Some(why.into());
     t.journal.pending.clear();
     t.timers.clear();

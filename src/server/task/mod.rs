@@ -13,7 +13,8 @@
 //! slice that was running, and the alarm (at-least-once) runs it again.
 //!
 //! # Layout
-//! - `record.rs`: the stored task, its status, the storage trait.
+//! - `record.rs`: the stored task, its status on the wire, the storage
+//!   trait.
 //! - `start.rs`: `tools/call` of a task tool: the first slice, on the request.
 //! - `methods.rs`: `tasks/get`, `tasks/update`, `tasks/cancel`.
 //! - `slice.rs`: the alarm: one slice of the body; how a task settles.
@@ -24,7 +25,7 @@ mod slice;
 mod start;
 
 pub(crate) use methods::{cancel_task, handle as handle_method};
-pub use record::{iso8601, MemoryTaskStore, TaskRecord, TaskStatus, TaskStore};
+pub use record::{iso8601, wire_status, MemoryTaskStore, TaskRecord, TaskStore};
 pub use slice::alarm;
 pub(crate) use slice::{store, take_outside};
 pub(crate) use start::call;
@@ -68,7 +69,7 @@ pub(crate) fn unknown_task() -> McpError {
 pub(crate) fn task_fields(server: &Server, t: &TaskRecord) -> Value {
     let mut v = json!({
         "taskId": t.task_id,
-        "status": t.status.as_str(),
+        "status": wire_status(t),
         "createdAt": iso8601(t.created_ms),
         "lastUpdatedAt": iso8601(t.updated_ms),
         "ttlMs": server.config.task_ttl_ms,
@@ -85,8 +86,8 @@ pub(crate) fn task_fields(server: &Server, t: &TaskRecord) -> Value {
 pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
     let mut v = task_fields(server, t);
     v["resultType"] = json!("complete");
-    match t.status {
-        TaskStatus::InputRequired => {
+    match wire_status(t) {
+        "input_required" => {
             let asks: Map<String, Value> = t
                 .journal
                 .pending
@@ -96,9 +97,9 @@ pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
                 .collect();
             v["inputRequests"] = Value::Object(asks);
         }
-        TaskStatus::Completed => v["result"] = t.result.clone().unwrap_or(json!({})),
-        TaskStatus::Failed => v["error"] = t.error.clone().unwrap_or(json!({})),
-        TaskStatus::Working | TaskStatus::Cancelled => {}
+        "completed" => v["result"] = t.result.clone().unwrap_or(json!({})),
+        "failed" => v["error"] = t.error.clone().unwrap_or(json!({})),
+        _ => {}
     }
     v
 }
@@ -107,11 +108,12 @@ pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
 pub(crate) fn expires_at(server: &Server, t: &TaskRecord) -> u64 {
     let ttl = t.created_ms.saturating_add(server.config.task_ttl_ms);
     // A finished task stays for operators as long as configured for its
-    // outcome (never past its ttlMs, which the client was promised).
+    // outcome (never past its ttlMs, which the client was promised): a
+    // JSON-RPC error as a failed one, a tool's error as a result.
     let c = &server.config;
-    let retain = match t.status {
-        TaskStatus::Failed => c.retain_failed_ms.or(c.retain_completed_ms),
-        s if s.is_terminal() => c.retain_completed_ms,
+    let retain = match wire_status(t) {
+        "failed" => c.retain_failed_ms.or(c.retain_completed_ms),
+        _ if t.status.is_final() => c.retain_completed_ms,
         _ => None,
     };
     retain.map_or(ttl, |r| ttl.min(t.updated_ms.saturating_add(r)))

@@ -12,40 +12,6 @@ use crate::kept::summary;
 use crate::kept::{CallSummary, Kind, Status};
 use crate::store::log::Record as _;
 
-/// A task's status (SEP-2663).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskStatus {
-    /// Running, or waiting on a timer.
-    Working,
-    /// Waiting for the client's `tasks/update`.
-    InputRequired,
-    /// Finished with a result (a tool error is a result with `isError`).
-    Completed,
-    /// Finished with a JSON-RPC error.
-    Failed,
-    /// Cancelled by the client.
-    Cancelled,
-}
-
-impl TaskStatus {
-    /// The wire name.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Working => "working",
-            Self::InputRequired => "input_required",
-            Self::Completed => "completed",
-            Self::Failed => "failed",
-            Self::Cancelled => "cancelled",
-        }
-    }
-
-    /// Completed, failed or cancelled: nothing will change any more.
-    pub fn is_terminal(self) -> bool {
-        matches!(self, Self::Completed | Self::Failed | Self::Cancelled)
-    }
-}
-
 /// One task. Its object holds exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TaskRecord {
@@ -70,8 +36,10 @@ pub struct TaskRecord {
     pub arguments: Value,
     /// What the creating request's client can answer.
     pub caps: ClientCaps,
-    /// Where it is.
-    pub status: TaskStatus,
+    /// Where it is: the one status of a kept call (rows stored before
+    /// read their SEP-2663 words: `working`, `input_required`, …). The wire
+    /// shows [`wire_status`] of it.
+    pub status: Status,
     /// The body's last `cx.status` message, or why it ended.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status_message: Option<String>,
@@ -111,23 +79,8 @@ impl TaskRecord {
     /// the task id>`).
     pub fn summary(&self) -> CallSummary {
         let j = &self.journal;
-        let stuck = self
-            .status_message
-            .as_deref()
-            .is_some_and(|m| m.starts_with("Stuck"));
-        let status = match self.status {
-            TaskStatus::Working if stuck => Status::Parked,
-            TaskStatus::Working if !j.pending.is_empty() => Status::Waiting,
-            TaskStatus::Working => Status::Working,
-            TaskStatus::InputRequired => summary::paused(j),
-            TaskStatus::Completed if self.result.as_ref().is_some_and(|r| r["isError"] == true) => {
-                Status::Failed
-            }
-            TaskStatus::Completed => Status::Completed,
-            TaskStatus::Failed => Status::Failed,
-            TaskStatus::Cancelled => Status::Cancelled,
-        };
         let id = summary::task_id(&self.task_id);
+        let status = self.status_of_old_row();
         let mut s = summary::base(id, Kind::Task, self.tool.clone(), status, j);
         s.principal = if self.caller.principal.is_empty() {
             self.principal.clone()
@@ -140,6 +93,56 @@ impl TaskRecord {
             s.note = Some(m.clone());
         }
         s
+    }
+
+    /// Its status, as a row stored before tasks kept the one status meant
+    /// it: their `working` was also a task stuck on new code (its message
+    /// says so) or waiting on a timer, and their `completed` also a tool's
+    /// error. A row stored since holds these already (this changes
+    /// nothing of it); an old one is stored right by its next slice.
+    fn status_of_old_row(&self) -> Status {
+        let stuck = (self.status_message.as_deref()).is_some_and(|m| m.starts_with("Stuck"));
+        let tool_error = self.result.as_ref().is_some_and(|r| r["isError"] == true);
+        match self.status {
+            Status::Working if stuck => Status::Parked,
+            Status::Working if !self.journal.pending.is_empty() => Status::Waiting,
+            Status::Completed if tool_error => Status::Failed,
+            s => s,
+        }
+    }
+
+    /// Whether a question of the body waits for the client (an answer by
+    /// `tasks/update`), not only the server's own pauses (a timer, a
+    /// detach).
+    pub fn asks_client(&self) -> bool {
+        self.journal.pending.values().any(|r| !r.is_internal())
+    }
+
+    /// The status of a task that goes on: waiting while anything is
+    /// pending (the client's answers, a timer), else working (its alarm
+    /// runs the next slice now).
+    pub(crate) fn going_on(&self) -> Status {
+        if self.journal.pending.is_empty() {
+            Status::Working
+        } else {
+            Status::Waiting
+        }
+    }
+}
+
+/// The task's status on the wire (SEP-2663), from its one status: waiting
+/// on the client is `input_required`; waiting on a timer, working and
+/// parked (stuck until a fix or a rollback) are `working`, since the task
+/// goes on by itself; a tool's error is a result (`isError`), so
+/// `completed`; `failed` is a JSON-RPC error.
+pub fn wire_status(t: &TaskRecord) -> &'static str {
+    match t.status {
+        Status::Waiting if t.asks_client() => "input_required",
+        Status::Waiting | Status::Working | Status::Parked => "working",
+        Status::Completed => "completed",
+        Status::Failed if t.error.is_none() => "completed",
+        Status::Failed => "failed",
+        Status::Cancelled => "cancelled",
     }
 }
 
@@ -239,6 +242,124 @@ pub fn iso8601(ms: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A task row as stored before tasks kept the one status: its
+    /// SEP-2663 word in `status`.
+    fn old_row(status: &str, pending: Value, extra: Value) -> TaskRecord {
+        let mut row = serde_json::json!({
+            "task_id": "0123456789abcdef0123456789abcdef",
+            "principal": "alice",
+            "tool": "approve",
+            "arguments": {"amount": 5},
+            "caps": {"elicitation": true, "sampling": false, "roots": false, "tasks": true},
+            "status": status,
+            "created_ms": 1000,
+            "updated_ms": 2000,
+            "journal": {"v": 1, "round": 1, "pending": pending},
+            "version": 3
+        });
+        if let (Some(row), Value::Object(extra)) = (row.as_object_mut(), extra) {
+            row.extend(extra);
+        }
+        serde_json::from_value(row).expect("an old task row loads")
+    }
+
+    #[test]
+    fn rows_stored_with_the_sep_2663_words_load_and_show_them_again() {
+        let ask = serde_json::json!({"q": {"method": "elicitation/create", "params": {}}});
+        let timer = serde_json::json!({"t": {"method": "durable-mcp/timer", "params": {"ms": 5}}});
+        let result = serde_json::json!({"result": {"content": [], "isError": true}});
+        let error = serde_json::json!({"error": {"code": -32603, "message": "boom"}});
+        let stuck = serde_json::json!({"status_message": "Stuck: the code changed"});
+        for (word, pending, extra, status, shown, wire) in [
+            (
+                "working",
+                Value::Null,
+                Value::Null,
+                Status::Working,
+                Status::Working,
+                "working",
+            ),
+            (
+                "working",
+                timer,
+                Value::Null,
+                Status::Working,
+                Status::Waiting,
+                "working",
+            ),
+            (
+                "working",
+                Value::Null,
+                stuck,
+                Status::Working,
+                Status::Parked,
+                "working",
+            ),
+            (
+                "input_required",
+                ask,
+                Value::Null,
+                Status::Waiting,
+                Status::Waiting,
+                "input_required",
+            ),
+            (
+                "completed",
+                Value::Null,
+                result,
+                Status::Completed,
+                Status::Failed,
+                "completed",
+            ),
+            (
+                "failed",
+                Value::Null,
+                error,
+                Status::Failed,
+                Status::Failed,
+                "failed",
+            ),
+            (
+                "cancelled",
+                Value::Null,
+                Value::Null,
+                Status::Cancelled,
+                Status::Cancelled,
+                "cancelled",
+            ),
+        ] {
+            let pending = if pending.is_null() {
+                serde_json::json!({})
+            } else {
+                pending
+            };
+            let t = old_row(word, pending, extra);
+            assert_eq!(t.status, status, "{word}");
+            assert_eq!(t.summary().status, shown, "{word}");
+            assert_eq!(wire_status(&t), wire, "{word}");
+        }
+    }
+
+    #[test]
+    fn the_wire_status_comes_from_the_one_status_and_the_record() {
+        let mut t = old_row("working", serde_json::json!({}), Value::Null);
+        t.status = Status::Parked;
+        assert_eq!(wire_status(&t), "working", "parked goes on by itself");
+        t.status = Status::Failed;
+        t.result = Some(serde_json::json!({"content": [], "isError": true}));
+        assert_eq!(wire_status(&t), "completed", "a tool's error is a result");
+        assert_eq!(t.summary().status, Status::Failed);
+        t.status = Status::Waiting;
+        t.result = None;
+        assert_eq!(
+            wire_status(&t),
+            "working",
+            "waiting on nothing the client answers"
+        );
+        let stored = serde_json::to_value(&t).expect("a task serializes");
+        assert_eq!(stored["status"], "waiting");
+    }
 
     #[test]
     fn timestamps_are_iso_8601_utc() {

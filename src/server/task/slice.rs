@@ -3,11 +3,12 @@
 
 use serde_json::{json, Value};
 
-use super::{expires_at, TaskHost, TaskRecord, TaskStatus};
+use super::{expires_at, TaskHost, TaskRecord};
 use crate::app::CallToolResult;
 use crate::effects::{Effect, TaskChange};
 use crate::engine::{ClientCaps, Outcome, Outside, RoundEnd, Run, TaskMode, TIMER};
 use crate::error::McpError;
+use crate::kept::Status;
 use crate::server::{round, Kept, Server, Site, Step, Target};
 
 /// The alarm of a task's object: runs the next slice when the task can go
@@ -27,13 +28,25 @@ pub async fn alarm(
         // Alarms are at-least-once: deleting what is already gone is fine.
         return Ok(vec![Effect::DeleteStorage]);
     }
-    if task.status.is_terminal() {
+    if task.status.is_final() {
         return Ok(vec![Effect::WakeAt(expires)]);
     }
     if !pass_internal(&mut task, now_ms) {
         // Still waiting (a timer not due yet, or the client).
         return Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))]);
     }
+    slice(server, host, task, now_ms, expires).await
+}
+
+/// Runs the next slice of `task` (what it waited for passed) and stores
+/// what it came to; `expires`: when the task goes.
+async fn slice(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut task: TaskRecord,
+    now_ms: u64,
+    expires: u64,
+) -> Result<Vec<Effect>, McpError> {
     let Some(tool) = server.registry.find_tool(&task.tool) else {
         // Not served by this deploy: kept for a rollback (see `settle`).
         let gone = fail(crate::engine::tool_gone(&task.tool));
@@ -50,12 +63,8 @@ pub async fn alarm(
         site_of(&task),
     )
     .await;
-    // A request may have changed the task while the body awaited (only a
-    // cancel can: nothing else writes a working task). Cancelled stays so.
-    if let Some(now) = host.store.load()? {
-        if now.version != version && now.status.is_terminal() {
-            return Ok(vec![Effect::WakeAt(expires)]);
-        }
+    if cancelled_meanwhile(host, version)? {
+        return Ok(vec![Effect::WakeAt(expires)]);
     }
     let stuck = settle(server, &mut task, run, now_ms);
     let effects = store(server, host, task, now_ms);
@@ -63,6 +72,16 @@ pub async fn alarm(
         return parked(effects, now_ms, server.config.parked_retry_ms, expires);
     }
     effects
+}
+
+/// Whether a request changed the task while the body awaited (only a
+/// cancel can: nothing else writes a working task), from the `version` the
+/// slice started at. Cancelled stays so: the slice stores nothing.
+fn cancelled_meanwhile(host: &TaskHost<'_>, version: u64) -> Result<bool, McpError> {
+    Ok(host
+        .store
+        .load()?
+        .is_some_and(|now| now.version != version && now.status.is_final()))
 }
 
 /// Passes the pauses the server answers itself (due timers, detach,
@@ -140,15 +159,17 @@ pub(crate) fn take_outside(
     let Some(mut task) = host.store.load()? else {
         return Ok(Err("not found"));
     };
-    if task.status.is_terminal() {
+    if task.status.is_final() {
         return Ok(Err("already finished"));
     }
     if let Err(why) = task.journal.take_outside(what, now_ms) {
         return Ok(Err(why));
     }
     task.updated_ms = now_ms;
-    if !task.journal.pending.values().any(|r| !r.is_internal()) {
-        task.status = TaskStatus::Working;
+    // It goes on once nothing is left for the client to answer; a task
+    // stuck on new code stays parked (its alarm tries again).
+    if task.status != Status::Parked {
+        task.status = task.going_on();
     }
     store(server, host, task, now_ms).map(Ok)
 }
@@ -185,7 +206,7 @@ pub(crate) fn store(
 /// logged.
 fn unstorable(server: &Server, task: &mut TaskRecord, e: &McpError, now_ms: u64) {
     let (why, failed) = crate::kept::unstored(e);
-    task.status = TaskStatus::Failed;
+    task.status = Status::Failed;
     task.error = Some(failed.to_error_object());
     task.result = None;
     task.status_message = Some(failed.message.clone());
@@ -219,34 +240,11 @@ pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, no
     let (end, why) = round::end_of(&step);
     let error = round::error_of(&step);
     let parked = matches!(step, Step::Parked(_));
-    // A round that ran through is no longer stuck: a "Stuck: …" left from
-    // an earlier round (the code fixed, rolled back) goes.
-    if !parked
-        && task
-            .status_message
-            .as_deref()
-            .is_some_and(|m| m.starts_with("Stuck"))
-    {
-        task.status_message = None;
+    if !parked {
+        unstick(task);
     }
-    match step {
-        // A tool error is a result (`isError`), not a failed task.
-        Step::Done(result) => {
-            task.status = TaskStatus::Completed;
-            task.result = Some(result);
-        }
-        Step::Refused(m) => {
-            task.status = TaskStatus::Completed;
-            task.result = Some(CallToolResult::error(m).into_json());
-        }
-        Step::Parked(e) => stuck(task, &e),
-        Step::Failed(e) => {
-            task.status = TaskStatus::Failed;
-            task.error = Some(e.to_error_object());
-        }
-        Step::Paused { journal, .. } => waits(task, journal, now_ms),
-    }
-    if task.status.is_terminal() {
+    apply(task, step, now_ms);
+    if task.status.is_final() {
         task.journal.pending.clear();
         task.timers.clear();
     }
@@ -254,11 +252,46 @@ pub(super) fn settle(server: &Server, task: &mut TaskRecord, run: Run<Value>, no
     parked
 }
 
+/// A round that ran through is no longer stuck: a "Stuck: …" left from
+/// an earlier round (the code fixed, rolled back) goes.
+fn unstick(task: &mut TaskRecord) {
+    let stuck = (task.status_message.as_deref()).is_some_and(|m| m.starts_with("Stuck"));
+    if stuck {
+        task.status_message = None;
+    }
+}
+
+/// What a round's `step` makes the task.
+fn apply(task: &mut TaskRecord, step: Step, now_ms: u64) {
+    match step {
+        Step::Done(result) => finished(task, result),
+        Step::Refused(m) => finished(task, CallToolResult::error(m).into_json()),
+        Step::Parked(e) => stuck(task, &e),
+        Step::Failed(e) => {
+            task.status = Status::Failed;
+            task.error = Some(e.to_error_object());
+        }
+        Step::Paused { journal, .. } => waits(task, journal, now_ms),
+    }
+}
+
+/// A result ends the task: completed, or failed when it is a tool's
+/// error (`isError`) — which the wire still shows as a result, completed
+/// (see [`super::wire_status`]).
+fn finished(task: &mut TaskRecord, result: Value) {
+    task.status = if result["isError"] == true {
+        Status::Failed
+    } else {
+        Status::Completed
+    };
+    task.result = Some(result);
+}
+
 /// The tool's new code cannot replay the task: it is stuck, not failed,
 /// as it was (its answers kept), until a rollback or a fix lets its alarm
 /// run it, or it expires.
 fn stuck(task: &mut TaskRecord, e: &McpError) {
-    task.status = TaskStatus::Working;
+    task.status = Status::Parked;
     let data = e.data.clone().unwrap_or_default();
     let versions = match (data["pausedOn"].as_str(), data["metOn"].as_str()) {
         (Some(paused), Some(met)) => format!(" (paused on {paused}, met {met})"),
@@ -267,8 +300,9 @@ fn stuck(task: &mut TaskRecord, e: &McpError) {
     task.status_message = Some(format!("Stuck: {}{versions}", e.message));
 }
 
-/// A slice that paused: the client's questions make it `input_required`;
-/// a timer's time runs from when the body first asked for it.
+/// A slice that paused: it waits (on the client's answers — the wire's
+/// `input_required` —, or on a timer, whose time runs from when the body
+/// first asked for it).
 fn waits(task: &mut TaskRecord, journal: crate::engine::Journal, now_ms: u64) {
     task.journal = journal;
     for (key, r) in &task.journal.pending {
@@ -280,12 +314,7 @@ fn waits(task: &mut TaskRecord, journal: crate::engine::Journal, now_ms: u64) {
     }
     let pending = &task.journal.pending;
     task.timers.retain(|k, _| pending.contains_key(k));
-    let asks_client = pending.values().any(|r| !r.is_internal());
-    task.status = if asks_client {
-        TaskStatus::InputRequired
-    } else {
-        TaskStatus::Working
-    };
+    task.status = task.going_on();
 }
 
 /// Records how a round of `task` ended in its journal's trail.
@@ -323,7 +352,7 @@ pub(super) fn mark(
 /// next timer is due, or when it expires.
 pub(super) fn next_wake(server: &Server, task: &TaskRecord, now_ms: u64) -> u64 {
     let expires = expires_at(server, task);
-    if task.status.is_terminal() {
+    if task.status.is_final() {
         return expires;
     }
     let pending = &task.journal.pending;

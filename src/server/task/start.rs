@@ -7,11 +7,12 @@
 use serde_json::{json, Value};
 
 use super::slice::{settle, store, task_caps};
-use super::{extension_required, task_fields, TaskHost, TaskRecord, TaskStatus};
+use super::{extension_required, task_fields, TaskHost, TaskRecord};
 use crate::app::{TaskSupport, Tool};
 use crate::engine::{ClientCaps, Journal, Outcome, Run, TaskMode};
 use crate::error::McpError;
 use crate::protocol::Request;
+use crate::server::call::Round;
 use crate::server::{input_responses, RoundInput, RoundOutcome, Server, Target};
 use crate::server::{mrtr_call, mrtr_shape, run_round, state_param, Ctx, MethodReply, RequestMeta};
 
@@ -37,39 +38,63 @@ pub(crate) async fn call(
         ));
     };
     let round = first_round(server, tool, &args, request, meta, ctx).await?;
-    let (requests, journal) = match &round.outcome {
-        RoundOutcome::Complete(_) => return Ok(mrtr_shape(round)),
-        RoundOutcome::InputRequired {
-            requests, journal, ..
-        } => (requests.clone(), journal.clone()),
-    };
-    // A tool that takes its input first becomes a task only at `detach`
-    // (or a sleep); until then its questions are MRTR rounds.
-    if tool.input_before_task && !requests.values().any(|r| r.is_internal()) {
+    let Some(run) = as_task(tool, &round)? else {
         return Ok(mrtr_shape(round));
-    }
-    let journal = journal.ok_or_else(|| McpError::internal("a paused round lost its journal"))?;
+    };
     // No read first: the task id is fresh randomness the router drew (the
     // header that carries it is internal, so a client cannot name it), so
     // this object holds nothing yet — and reading a table that does not
     // exist yet costs a failed statement.
-    let now = ctx.env.now_ms;
-    let mut task = new_task(host, tool, args, &caps, ctx);
-    let run = Run {
-        outcome: Outcome::InputRequired { requests, journal },
-        notifications: Vec::new(),
-        status: round.status.clone(),
-    };
-    settle(server, &mut task, run, now);
-    let effects = store(server, host, task.clone(), now)?;
-    let mut result = task_fields(server, &task);
-    result["resultType"] = json!("task");
+    let task = new_task(host, tool, args, &caps, ctx);
+    let (result, effects) = begin(server, host, task, run, ctx.env.now_ms)?;
     Ok(MethodReply {
         result,
         notifications: round.notifications,
         listen: None,
         effects,
     })
+}
+
+/// The new `task` after its first slice (`run`), stored: what the call is
+/// answered (the task, `resultType: "task"`) and the effects.
+fn begin(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut task: TaskRecord,
+    run: Run<Value>,
+    now: u64,
+) -> Result<(Value, Vec<crate::effects::Effect>), McpError> {
+    settle(server, &mut task, run, now);
+    let effects = store(server, host, task.clone(), now)?;
+    let mut result = task_fields(server, &task);
+    result["resultType"] = json!("task");
+    Ok((result, effects))
+}
+
+/// The first round as the task's first slice, when the call becomes a
+/// task: it paused. A tool that takes its input first becomes a task
+/// only at `detach` (or a sleep); until then its questions are MRTR
+/// rounds (`None`, as for a round that completed).
+fn as_task(tool: &Tool, round: &Round) -> Result<Option<Run<Value>>, McpError> {
+    let RoundOutcome::InputRequired {
+        requests, journal, ..
+    } = &round.outcome
+    else {
+        return Ok(None);
+    };
+    if tool.input_before_task && !requests.values().any(|r| r.is_internal()) {
+        return Ok(None);
+    }
+    let journal =
+        (journal.clone()).ok_or_else(|| McpError::internal("a paused round lost its journal"))?;
+    Ok(Some(Run {
+        outcome: Outcome::InputRequired {
+            requests: requests.clone(),
+            journal,
+        },
+        notifications: Vec::new(),
+        status: round.status.clone(),
+    }))
 }
 
 /// The call's first round, as any 2026-07-28 call's (a task only if it
@@ -81,7 +106,7 @@ async fn first_round(
     request: &Request,
     meta: &RequestMeta,
     ctx: &Ctx<'_>,
-) -> Result<crate::server::call::Round, McpError> {
+) -> Result<Round, McpError> {
     let (state, answers) = request.params.retry();
     run_round(
         server,
@@ -122,7 +147,7 @@ fn new_task(
         tool: tool.name.clone(),
         arguments: args,
         caps: task_caps(caps),
-        status: TaskStatus::Working,
+        status: crate::kept::Status::Working,
         status_message: None,
         created_ms: now,
         updated_ms: now,
