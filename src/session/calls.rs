@@ -260,7 +260,7 @@ pub(crate) async fn take_outside(
     };
     // A page's completion is told on the call's stream, before what the
     // round it lets run says.
-    let mut messages: Vec<Value> = page_completed(&what).into_iter().collect();
+    let mut messages: Vec<Value> = page_completed(&call.journal, &what).into_iter().collect();
     if let Err(why) = call.journal.take_outside(what, env.now_ms) {
         return Ok(Err(Refused::Not(why)));
     }
@@ -278,14 +278,22 @@ pub(crate) async fn take_outside(
     }]))
 }
 
-/// What the call's client is told of a page's completion.
-fn page_completed(what: &Outside) -> Option<Value> {
-    let Outside::Page { elicitation_id, .. } = what else {
+/// What the call's client is told of a page's completion: under the id
+/// its request named (an approver's page has its own, which the client
+/// never saw).
+fn page_completed(journal: &crate::engine::Journal, what: &Outside) -> Option<Value> {
+    let Outside::Page {
+        key,
+        elicitation_id,
+        ..
+    } = what
+    else {
         return None;
     };
+    let asked = journal.pending_url(key, elicitation_id)?;
     Some(notification(
         "notifications/elicitation/complete",
-        json!({ "elicitationId": elicitation_id }),
+        json!({ "elicitationId": asked.url_elicitation_id() }),
     ))
 }
 

@@ -17,17 +17,22 @@ import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/cli
 import { freePort, freshPersistDir, startWrangler } from './wrangler.mjs';
 import { MODERN } from './modern.mjs';
 import { parseSse } from './sse.mjs';
+import { startWebhook } from './webhook.mjs';
 
 const ALICE = 'tok-alice-0123456789';
 const BOB = 'tok-bob-0123456789ab';
-const VARS = { API_TOKENS: `alice:${ALICE},bob:${BOB}` };
 const SECRET = 'gho_e2e_secret_4f9a1c';
 
 let server;
 let persistTo;
 let port;
+let hook;
+let VARS;
 
 before(async () => {
+  // Where `sign_off` sends an approver their link (a chat message, here).
+  hook = await startWebhook();
+  VARS = { API_TOKENS: `alice:${ALICE},bob:${BOB}`, TICKET_WEBHOOK: hook.url('/tell') };
   persistTo = freshPersistDir();
   port = await freePort();
   server = await startWrangler({ persistTo, port, vars: VARS });
@@ -35,6 +40,7 @@ before(async () => {
 
 after(async () => {
   await server?.stop();
+  await hook?.stop();
 });
 
 /** Stops `wrangler dev` and starts it again on the same port and storage. */
@@ -180,6 +186,60 @@ describe('URL-mode elicitation completes a paused call from this worker\'s page'
     assert.equal((await approve(p.url, ALICE, p.elicitationId)).status, 404, 'replayed');
     for (const [file, text] of everything(persistTo)) {
       assert.ok(!text.includes('glpat-e2e-0001'), `the page's secret is not in ${file}`);
+    }
+  });
+
+  test('an approver other than the caller (2026-07-28, the official client): only bob completes it, alice withdraws nothing, the tool learns who', { timeout: 120_000 }, async () => {
+    const asked = [];
+    const checks = {};
+    const client = new Client(
+      { name: 'durable-mcp-e2e', version: '0.0.1' },
+      {
+        capabilities: { elicitation: { form: {}, url: {} } },
+        versionNegotiation: { mode: { pin: MODERN } },
+      },
+    );
+    client.setRequestHandler('elicitation/create', async (req) => {
+      const p = req.params;
+      asked.push(p);
+      if (asked.length > 1) return { action: 'accept' };
+      // Alice's own link opens nothing, and bob's (sent to him) is not
+      // hers to use.
+      const bobs = hook.hits.find((h) => h.path === '/tell')?.body;
+      checks.sent = bobs?.to;
+      checks.distinct = bobs?.link !== p.url && !JSON.stringify(p).includes(new URL(bobs.link).searchParams.get('elicitationId'));
+      const own = new URL(p.url).searchParams.get('elicitationId');
+      const bobId = new URL(bobs.link).searchParams.get('elicitationId');
+      const aliceOwn = await approve(p.url, ALICE, own);
+      const aliceBobs = await approve(p.url, ALICE, bobId);
+      checks.alice = [aliceOwn.status, aliceBobs.status];
+      const form = await page(bobs.link, BOB);
+      checks.form = form.status;
+      await restart();
+      const done = await approve(bobs.link, BOB, bobId, 'gho_bob_secret');
+      checks.done = [done.status, await done.text()];
+      return { action: 'accept' };
+    });
+    const withAlice = (input, init = {}) => {
+      const h = new Headers(init.headers);
+      h.set('authorization', `Bearer ${ALICE}`);
+      return fetch(input, { ...init, headers: h });
+    };
+    await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: withAlice }));
+    try {
+      const r = await client.callTool({ name: 'sign_off', arguments: { change: 'CHG-7', approver: 'bob' } }, { timeout: 100_000 });
+      // (The request's `_meta` names bob too; the official client does not
+      // pass a URL elicitation's `_meta` to its handler.)
+      assert.equal(asked[0].message, 'bob must sign off CHG-7', JSON.stringify({ r, asked, checks }));
+      assert.equal(checks.sent, 'bob', 'the link went to bob');
+      assert.ok(checks.distinct, 'alice was not given bob\'s link');
+      assert.deepEqual(checks.alice, [404, 404], 'alice completes neither link');
+      assert.equal(checks.form, 200, 'bob sees the question');
+      assert.equal(checks.done[0], 200, checks.done[1]);
+      assert.equal(r.content[0].text, 'CHG-7 signed off (approver:bob)');
+      assert.equal(hook.count('/tell'), 1, 'bob was told once');
+    } finally {
+      await client.close();
     }
   });
 });

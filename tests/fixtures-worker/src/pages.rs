@@ -18,7 +18,56 @@ pub(crate) fn register(r: &mut Registry) {
             .title("Connect a service (approved on this worker's page)")
             .durable(),
     );
+    r.tool(
+        Tool::new("sign_off", sign_off)
+            .title("Have someone else sign off a change (on this worker's page)")
+            .durable(),
+    );
     r.page("/connect", connect_page);
+}
+
+/// What to sign off, and who signs.
+#[derive(Deserialize, JsonSchema)]
+struct SignOffArgs {
+    /// The change
+    change: String,
+    /// Who signs it off (the principal they sign in as)
+    approver: String,
+}
+
+/// Sends the approver their link (to the ticket webhook, standing in for
+/// a chat message; once), then waits for them on `/connect`: only they
+/// can complete it. Says who did.
+async fn sign_off(cx: &mut Cx, args: SignOffArgs) -> Result<CallToolResult, ToolError> {
+    let link = cx
+        .elicitation_url("approve", "/connect", Some(&args.approver))
+        .unwrap_or_default();
+    let webhook = cx
+        .state::<crate::examples::Settings>()?
+        .ticket_webhook
+        .clone();
+    let to = args.approver.clone();
+    cx.once("tell", async || match webhook {
+        Some(url) => {
+            let body = serde_json::json!({"to": to, "link": link});
+            durable_mcp::outbound::post_json(&url, &body, &[]).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    })
+    .await?;
+    let asked = (
+        format!("{} must sign off {}", args.approver, args.change),
+        "/connect",
+    );
+    let outcome = cx
+        .elicit_url_from("approve", &args.approver, asked, serde_json::Value::Null)
+        .await?;
+    let who = cx.answered_by("approve").unwrap_or_default();
+    Ok(text(match outcome {
+        UrlElicitation::Completed(_) => format!("{} signed off ({who})", args.change),
+        _ => format!("{} not signed off", args.change),
+    }))
 }
 
 /// What to connect.
