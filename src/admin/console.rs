@@ -509,7 +509,7 @@ fn filter_form(filter: &Filter) -> String {
     ));
     let kinds: Vec<(String, String)> = std::iter::once((String::new(), "any".to_string()))
         .chain(
-            [Kind::Durable, Kind::Session, Kind::Task]
+            Kind::ALL
                 .into_iter()
                 .map(|k| (k.as_str().to_string(), k.as_str().to_string())),
         )

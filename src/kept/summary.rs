@@ -27,6 +27,14 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Every kind, in the order listings show them.
+    pub const ALL: [Kind; 3] = [Kind::Durable, Kind::Session, Kind::Task];
+
+    /// Reads a wire name.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -98,14 +98,7 @@ pub(crate) fn filter_of(pairs: &[(String, String)]) -> Result<(Filter, usize, us
                         .push(Status::parse(s).ok_or_else(|| format!("unknown status {s:?}"))?);
                 }
             }
-            "kind" => {
-                f.kind = Some(match v.as_str() {
-                    "durable" => Kind::Durable,
-                    "session" => Kind::Session,
-                    "task" => Kind::Task,
-                    other => return Err(format!("unknown kind {other:?}")),
-                })
-            }
+            "kind" => f.kind = Some(Kind::parse(v).ok_or_else(|| format!("unknown kind {v:?}"))?),
             "olderThan" | "older_than" => {
                 f.older_than_ms = Some(
                     duration_ms(v).ok_or_else(|| format!("olderThan {v:?} is not a duration"))?,
