@@ -42,6 +42,16 @@ impl Turn {
     }
 }
 
+/// The resume policy a resumable call's stream opens with (seed 003).
+fn resume_policy(server: &Server, call: &SessionCall, r: &Request) -> Option<Value> {
+    let token = call.resume_token.as_ref()?;
+    Some(notification(
+        "notifications/requests/resumePolicy",
+        json!({"requestId": r.id, "resumeToken": token,
+               "maxWait": server.config.resume_max_wait_ms / 1000}),
+    ))
+}
+
 /// Starts a call: `tools/call`, `prompts/get` or `resources/read`.
 pub(super) async fn start(
     server: &Server,
@@ -54,14 +64,7 @@ pub(super) async fn start(
     let found = target_of(server, turn, r)?;
     let resumable = super::resumable(meta);
     let mut call = new_call(server, turn, env, r, resumable);
-    let mut messages = Vec::new();
-    if let Some(token) = &call.resume_token {
-        messages.push(notification(
-            "notifications/requests/resumePolicy",
-            json!({"requestId": r.id, "resumeToken": token,
-                   "maxWait": server.config.resume_max_wait_ms / 1000}),
-        ));
-    }
+    let mut messages: Vec<Value> = resume_policy(server, &call, r).into_iter().collect();
     // The target just found runs the first round: looked up once.
     let rounds = Rounds::new(server, &call, Some(found));
     messages.extend(rounds.advance(store, env, meta, turn, &mut call).await);
