@@ -138,7 +138,10 @@ pub(crate) fn verify<C: for<'de> Deserialize<'de>>(
     if v != version {
         return None;
     }
-    let claims: C = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
+    // From text, as the stores read JSON (one reader linked, not two).
+    let claims: C =
+        serde_json::from_str(&String::from_utf8(URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?)
+            .ok()?;
     let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
     let full = ring.tag(
         kid(&claims),

@@ -7,21 +7,26 @@
 //!   [`form_schema`] derives the schema, folds `Option<T>` into "not
 //!   required", and refuses anything else with a message naming the field.
 
-use schemars::generate::SchemaSettings;
+use schemars::generate::{SchemaGenerator, SchemaSettings};
 use schemars::JsonSchema;
 use serde_json::{json, Map, Value};
 
 /// The schema of `T` as schemars derives it (2020-12, inlined, no `$schema`).
 fn derive<T: JsonSchema>() -> Value {
-    let generator = SchemaSettings::draft2020_12()
+    let mut schema = generator().into_root_schema_for::<T>().to_value();
+    tidy(&mut schema);
+    schema
+}
+
+/// The generator every schema is derived with: made in one function, not
+/// in each type's [`derive`].
+fn generator() -> SchemaGenerator {
+    SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;
             s.meta_schema = None;
         })
-        .into_generator();
-    let mut schema = generator.into_root_schema_for::<T>().to_value();
-    tidy(&mut schema);
-    schema
+        .into_generator()
 }
 
 /// Shapes what schemars derives for clients: doc comments wrapped over

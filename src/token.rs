@@ -188,8 +188,7 @@ pub fn open_unbound(ring: &KeyRing, token: &str, now_ms: u64) -> Result<Claims, 
     // Parsed before the MAC is checked (one pass, not a pass for the key id
     // and another for the rest), but nothing in it is used until the MAC
     // verifies except the key id, to pick the key.
-    let claims: Claims =
-        serde_json::from_slice(&parts.payload).map_err(|_| refused("malformed"))?;
+    let claims: Claims = parts.json().ok_or_else(|| refused("malformed"))?;
     parts.verify(ring, &claims.kid)?;
     if now_ms >= claims.exp {
         return Err(refused("expired"));
@@ -237,6 +236,14 @@ fn split<'t>(ring: &KeyRing, token: &'t str) -> Result<Parts<'t>, McpError> {
 }
 
 impl Parts<'_> {
+    /// The payload read as JSON, or `None`. Read from text (UTF-8 checked
+    /// first), not bytes: the call stores read the journal a token carries
+    /// from text, and one reader of each type is linked rather than two
+    /// (a malformed payload is refused either way).
+    fn json<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        serde_json::from_str(std::str::from_utf8(&self.payload).ok()?).ok()
+    }
+
     /// Checks the tag with key `kid` (in constant time).
     fn verify(&self, ring: &KeyRing, kid: &str) -> Result<(), McpError> {
         let mut mac = ring
@@ -268,7 +275,7 @@ pub fn durable_call_id(ring: &KeyRing, token: &str, now_ms: u64) -> Option<Strin
         durable: bool,
     }
     let parts = split(ring, token).ok()?;
-    let route: Route = serde_json::from_slice(&parts.payload).ok()?;
+    let route: Route = parts.json()?;
     parts.verify(ring, &route.kid).ok()?;
     (route.durable && now_ms < route.exp).then_some(route.sid)
 }

@@ -56,21 +56,32 @@ impl Tool {
         O: IntoToolResult,
         H: Handler<A, O>,
     {
+        let handler = boxed_map(handler, O::into_tool_result);
+        Self::from_parts(name, object_schema::<A>(), O::output_schema(), handler)
+    }
+
+    /// [`Tool::new`]'s work that does not depend on its types: built once,
+    /// not once per tool.
+    fn from_parts(
+        name: &str,
+        mut input: Value,
+        output: Option<Value>,
+        handler: BoxedHandler<CallToolResult>,
+    ) -> Self {
         let mut meta = Map::new();
         meta.insert("name".into(), json!(name));
-        let mut input = object_schema::<A>();
         if let Some(Value::String(d)) = input.as_object_mut().and_then(|m| m.remove("description"))
         {
             meta.insert("description".into(), json!(d));
         }
         meta.insert("inputSchema".into(), input);
-        if let Some(output) = O::output_schema() {
+        if let Some(output) = output {
             meta.insert("outputSchema".into(), output);
         }
         Self {
             name: name.to_string(),
             meta,
-            handler: boxed_map(handler, O::into_tool_result),
+            handler,
             durable: false,
             task: None,
             input_before_task: false,

@@ -61,10 +61,14 @@ impl Jwt {
             return Err(Invalid::Malformed);
         };
         let decode = |p: &str| URL_SAFE_NO_PAD.decode(p).map_err(|_| Invalid::Malformed);
-        let header: Map<String, Value> =
-            serde_json::from_slice(&decode(h)?).map_err(|_| Invalid::Malformed)?;
-        let claims: Map<String, Value> =
-            serde_json::from_slice(&decode(c)?).map_err(|_| Invalid::Malformed)?;
+        // Read from text, as the rest of the server reads JSON objects (one
+        // reader linked, not one for bytes too); malformed either way.
+        let object = |bytes: Vec<u8>| -> Result<Map<String, Value>, Invalid> {
+            let text = String::from_utf8(bytes).map_err(|_| Invalid::Malformed)?;
+            serde_json::from_str(&text).map_err(|_| Invalid::Malformed)
+        };
+        let header = object(decode(h)?)?;
+        let claims = object(decode(c)?)?;
         let signature = decode(s)?;
         let alg = header.get("alg").and_then(Value::as_str).unwrap_or("");
         if !ALGORITHMS.contains(&alg) || header.contains_key("crit") {

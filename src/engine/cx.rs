@@ -900,7 +900,12 @@ impl Cx {
             // Recorded before effects kept their inputs: nothing to check.
             return Ok(());
         };
-        let read: BTreeMap<&String, &String> = st.read.iter().map(|(k, v)| (k, v)).collect();
+        // Inserted, not collected: collecting sorts first, a sort built for
+        // this one map (a later read of a key replaces an earlier one either way).
+        let mut read: BTreeMap<&String, &String> = BTreeMap::new();
+        for (k, v) in &st.read {
+            read.insert(k, v);
+        }
         let gone: Vec<&String> = inputs.keys().filter(|k| !read.contains_key(k)).collect();
         let new: Vec<&String> = read
             .keys()

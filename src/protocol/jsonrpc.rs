@@ -163,12 +163,14 @@ pub fn parse_value(value: Value) -> Result<Message, (McpError, Option<Value>)> {
 /// interpolates into a new one: for a form's schema or a state token, a deep
 /// copy per round (three percent of an MRTR round's first request).
 pub fn object<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Object(
-        entries
-            .into_iter()
-            .map(|(k, v)| (k.to_string(), v))
-            .collect(),
-    )
+    // Inserted one by one, not collected: a map collected from an iterator
+    // is sorted first, and that sort was built once per `N` (a few KB of
+    // wasm each). A later key replaces an earlier one, as collecting does.
+    let mut map = Map::new();
+    for (k, v) in entries {
+        map.insert(k.to_string(), v);
+    }
+    Value::Object(map)
 }
 
 /// A success response.
