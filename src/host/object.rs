@@ -56,7 +56,11 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
 /// A hub shard's share of a broadcast: the index changes it keeps, and
 /// the rest fanned out to its streams.
 fn broadcast_here(req: &HttpRequest, stores: &Stores<'_>) -> Reply {
-    let mut changes: Changes = serde_json::from_slice(&req.body).unwrap_or_default();
+    // Read as text, as the index store reads these: one reader linked.
+    let mut changes: Changes = std::str::from_utf8(&req.body)
+        .ok()
+        .and_then(|t| serde_json::from_str(t).ok())
+        .unwrap_or_default();
     // The first shard keeps the admin index (only it is sent any).
     for change in std::mem::take(&mut changes.index) {
         if let Err(e) = stores.index.apply(&change) {

@@ -133,7 +133,11 @@ pub fn last_end(j: &Journal) -> Option<(RoundEnd, Option<String>)> {
 
 /// The methods a journal waits on, each once.
 fn waiting_on(j: &Journal) -> Vec<String> {
-    let set: BTreeSet<&str> = j.pending.values().map(|r| r.method.as_str()).collect();
+    // Inserted one by one: collecting into a set sorts first.
+    let mut set = BTreeSet::new();
+    for r in j.pending.values() {
+        set.insert(r.method.as_str());
+    }
     set.into_iter().map(str::to_string).collect()
 }
 

@@ -58,11 +58,13 @@ pub(crate) fn shape(round: Round) -> MethodReply {
         RoundOutcome::InputRequired {
             requests, state, ..
         } => {
-            let reqs: Map<String, Value> = requests
-                .into_iter()
-                .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k, r.into_modern_json()))
-                .collect();
+            // Inserted one by one: collecting into a map sorts first, one
+            // more copy of the sort in the wasm for nothing (the requests
+            // come in key order).
+            let mut reqs = Map::new();
+            for (k, r) in requests.into_iter().filter(|(_, r)| !r.is_internal()) {
+                reqs.insert(k, r.into_modern_json());
+            }
             // Only internal pauses: a state-only round (the client just retries).
             if reqs.is_empty() {
                 object([

@@ -491,9 +491,11 @@ impl Job {
     /// Every call is known: answer a listing, or act on those chosen.
     fn listed(&mut self, server: &Server) -> Step {
         let now = self.now_ms;
-        // Longest unchanged first; ids break ties so pages are stable.
+        // Longest unchanged first; ids break ties so pages are stable (ids
+        // are unique: an unstable sort orders them the same, and links no
+        // stable sort for these rows).
         self.calls
-            .sort_by(|a, b| a.updated_ms.cmp(&b.updated_ms).then(a.id.cmp(&b.id)));
+            .sort_unstable_by(|a, b| a.updated_ms.cmp(&b.updated_ms).then(a.id.cmp(&b.id)));
         let counts = Counts::of(&self.calls, now);
         let (ids, op) = match &self.op {
             Op::List {
@@ -586,7 +588,7 @@ impl Job {
             for a in &answers {
                 out.extend(read::<Vec<PausedCall>>(a).unwrap_or_default());
             }
-            out.sort_by(|a, b| a.id.cmp(&b.id));
+            out.sort_unstable_by(|a, b| a.id.cmp(&b.id));
             return Step::Answer(Reply::new(super::json(200, &json!(out))));
         }
         let mut done = Done::default();

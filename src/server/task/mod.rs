@@ -88,13 +88,11 @@ pub(crate) fn detailed(server: &Server, t: &TaskRecord) -> Value {
     v["resultType"] = json!("complete");
     match wire_status(t) {
         "input_required" => {
-            let asks: Map<String, Value> = t
-                .journal
-                .pending
-                .iter()
-                .filter(|(_, r)| !r.is_internal())
-                .map(|(k, r)| (k.clone(), r.clone().into_modern_json()))
-                .collect();
+            // Inserted one by one: collecting into a map sorts first.
+            let mut asks = Map::new();
+            for (k, r) in t.journal.pending.iter().filter(|(_, r)| !r.is_internal()) {
+                asks.insert(k.clone(), r.clone().into_modern_json());
+            }
             v["inputRequests"] = Value::Object(asks);
         }
         "completed" => v["result"] = t.result.clone().unwrap_or(json!({})),
