@@ -183,6 +183,16 @@ pub fn finished(j: &Journal) -> Status {
     }
 }
 
+/// Where a call the machine moved to `to` is kept: a call not going on
+/// yet waits, or is parked while its journal says so (an operator holds
+/// it, or its last round parked) until its next round.
+pub fn kept_as(to: Status, j: &Journal) -> Status {
+    match to {
+        Status::Waiting | Status::Parked => paused(j),
+        s => s,
+    }
+}
+
 /// A paused call's status: parked when its last round was (or an
 /// operator holds it), else waiting.
 pub fn paused(j: &Journal) -> Status {

@@ -8,7 +8,7 @@ use crate::effects::Effect;
 use crate::elicitation::Home;
 use crate::engine::{Journal, Outside, RoundEnd};
 use crate::error::McpError;
-use crate::kept::summary::{durable_id, paused, DURABLE_PREFIX};
+use crate::kept::summary::{durable_id, kept_as, DURABLE_PREFIX};
 use crate::kept::{CallSummary, Status};
 use crate::replay::PausedCall;
 use crate::server::Server;
@@ -64,12 +64,7 @@ impl Kept for Durable<'_> {
     }
 
     fn set_status(&mut self, status: Status) {
-        // Not going on yet: waiting, or parked while its journal says so
-        // (held, or its last round parked) until its next round.
-        self.call.status = match status {
-            Status::Waiting | Status::Parked => paused(&self.call.journal),
-            s => s,
-        };
+        self.call.status = kept_as(status, &self.call.journal);
     }
 
     fn journal(&mut self) -> &mut Journal {

@@ -58,12 +58,7 @@ impl Kept for Session<'_> {
     }
 
     fn set_status(&mut self, status: Status) {
-        // Not going on yet: waiting, or parked while its journal says so
-        // (held, or its last round parked) until its next round.
-        self.call.state = match status {
-            Status::Waiting | Status::Parked => crate::kept::summary::paused(&self.call.journal),
-            s => s,
-        };
+        self.call.state = crate::kept::summary::kept_as(status, &self.call.journal);
     }
 
     fn journal(&mut self) -> &mut Journal {
