@@ -50,7 +50,7 @@ const TASK_TOOLS = ['greet', 'slow_compute', 'failing_job', 'protocol_error_job'
 /** The sign-in fixtures (tests/fixtures-worker/src/signin.rs). */
 const SIGNIN_TOOLS = ['release', 'whoami'];
 /** The URL-elicitation fixtures (tests/fixtures-worker/src/pages.rs). */
-const PAGE_TOOLS = ['connect'];
+const PAGE_TOOLS = ['connect', 'sign_off'];
 const APPROVAL_TOOLS = ['file_change'];
 /** The long-call fixtures (tests/fixtures-worker/src/long.rs). */
 const LONG_TOOLS = ['hoard', 'hoard_task', 'long_talk', 'long_talk_task'];
