@@ -38,12 +38,13 @@ pub(crate) async fn deliver<'s>(
     if let Home::Session(_, call_id) = home {
         return session(server, env, stores, turn, call_id, what).await;
     }
-    let Some(mut k) = kept::load(stores, home)?.filter(|k| !k.tomb()) else {
+    let Some(k) = kept::load(stores, home)?.filter(|k| !k.tomb()) else {
         return Ok(Err(NotTaken::No("not found")));
     };
     // It lets a waiting call go on: a wake, as the machine sees it.
     match crate::kept::transition(k.status(), Event::Wake) {
-        Transition::To(to) => k.set_status(to),
+        // Where it goes then is its keeper's to say, from what it took.
+        Transition::To(_) => {}
         Transition::No(Refused::Running) => return Ok(Err(NotTaken::Busy)),
         Transition::No(why) => return Ok(Err(NotTaken::No(why.why()))),
         Transition::Tombstone | Transition::Gone => return Ok(Err(NotTaken::No("not found"))),

@@ -60,6 +60,13 @@ function page(url, token, form) {
   });
 }
 
+/** The client's fetch, signed in as alice. */
+function withAlice(input, init = {}) {
+  const h = new Headers(init.headers);
+  h.set('authorization', `Bearer ${ALICE}`);
+  return fetch(input, { ...init, headers: h });
+}
+
 /** Every file under `dir`, as text. */
 function everything(dir) {
   const out = [];
@@ -122,11 +129,6 @@ describe('URL-mode elicitation completes a paused call from this worker\'s page'
       // The user's consent, given in the client.
       return { action: 'accept' };
     });
-    const withAlice = (input, init = {}) => {
-      const h = new Headers(init.headers);
-      h.set('authorization', `Bearer ${ALICE}`);
-      return fetch(input, { ...init, headers: h });
-    };
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: withAlice }));
     try {
       const r = await client.callTool({ name: 'connect', arguments: { service: 'github' } }, { timeout: 100_000 });
@@ -220,11 +222,6 @@ describe('URL-mode elicitation completes a paused call from this worker\'s page'
       checks.done = [done.status, await done.text()];
       return { action: 'accept' };
     });
-    const withAlice = (input, init = {}) => {
-      const h = new Headers(init.headers);
-      h.set('authorization', `Bearer ${ALICE}`);
-      return fetch(input, { ...init, headers: h });
-    };
     await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { fetch: withAlice }));
     try {
       const r = await client.callTool({ name: 'sign_off', arguments: { change: 'CHG-7', approver: 'bob' } }, { timeout: 100_000 });

@@ -101,6 +101,9 @@ impl Kept for Durable<'_> {
         if let Err(why) = self.call.journal.take_outside(what, now_ms) {
             return Ok(Err(why));
         }
+        // Its client's next retry runs it: it waits (or stays parked while
+        // its journal says so).
+        self.call.status = kept_as(Status::Waiting, &self.call.journal);
         self.save(now_ms).map(Ok)
     }
 

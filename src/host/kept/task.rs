@@ -107,8 +107,8 @@ impl Kept for Task<'_> {
         now_ms: u64,
         what: Outside,
     ) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
-        let (_, host) = self.parts();
-        crate::server::task::take_outside(server, &host, now_ms, what)
+        let (task, host) = self.parts();
+        crate::server::task::take_outside(server, &host, task, (now_ms, what))
     }
 
     fn cancel(

@@ -148,20 +148,15 @@ fn parked(
 /// Something from outside the client ([`Outside`]: a page completed, an
 /// operator's answer or rewind) for this task: it goes into the task's
 /// journal and its alarm runs it now if nothing else is waited for (a
-/// rewind: at once, to ask again). `Err(why)` when the task is not waiting
-/// for it.
+/// rewind: at once, to ask again). `task` is the task as loaded, which
+/// the machine let take it (not finished). `Err(why)` when it is not
+/// waiting for it.
 pub(crate) fn take_outside(
     server: &Server,
     host: &TaskHost<'_>,
-    now_ms: u64,
-    what: Outside,
+    mut task: TaskRecord,
+    (now_ms, what): (u64, Outside),
 ) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
-    let Some(mut task) = host.store.load()? else {
-        return Ok(Err("not found"));
-    };
-    if task.status.is_final() {
-        return Ok(Err("already finished"));
-    }
     if let Err(why) = task.journal.take_outside(what, now_ms) {
         return Ok(Err(why));
     }
