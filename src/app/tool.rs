@@ -37,6 +37,29 @@ pub struct Tool {
     pub(crate) patches: Vec<String>,
     /// Answer keys whose values an operator may see ([`Tool::admin_shows`]).
     pub(crate) admin_shows: Vec<String>,
+    /// Earlier versions' bodies this code still serves ([`Tool::keeps`]).
+    pub(crate) kept: Vec<KeptBody>,
+    /// Whether a paused call stays on the body that started it
+    /// ([`Tool::pinned`]).
+    pub(crate) pinned: bool,
+}
+
+/// An earlier version's body a tool still serves to the calls it started.
+pub(crate) struct KeptBody {
+    pub(crate) version: String,
+    pub(crate) handler: BoxedHandler<CallToolResult>,
+    /// Its own `outputSchema`, what its results are checked against.
+    pub(crate) output: Option<Value>,
+}
+
+/// Which body runs a round of a tool's call ([`Tool::body_for`]).
+pub(crate) enum Body<'a> {
+    /// The current one.
+    Current,
+    /// A kept earlier version's (a pinned call that started on it).
+    Kept(&'a KeptBody),
+    /// A pinned call whose version this code no longer keeps.
+    Missing(&'a str),
 }
 
 impl Tool {
@@ -89,6 +112,93 @@ impl Tool {
             version: None,
             patches: Vec::new(),
             admin_shows: Vec::new(),
+            kept: Vec::new(),
+            pinned: false,
+        }
+    }
+
+    /// Keeps the body of an earlier `version` of this tool beside the
+    /// current one, for the calls that started on it while they drain
+    /// (with [`Tool::pinned`]; an `upgrade` tool runs every round on its
+    /// current body). `handler` has the shape [`Tool::new`] takes, with
+    /// that version's own argument and result types; the listing shows
+    /// only the current version. Remove it once the admin's `tools
+    /// versions` counts no call left on it.
+    ///
+    /// ```
+    /// # use durable_mcp::{Cx, Tool, ToolError};
+    /// # #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// # struct Args { service: String }
+    /// async fn deploy_v3(cx: &mut Cx, a: Args) -> Result<String, ToolError> {
+    ///     Ok(format!("v3 deployed {}", a.service))
+    /// }
+    /// async fn deploy_v2(cx: &mut Cx, a: Args) -> Result<String, ToolError> {
+    ///     Ok(format!("v2 deployed {}", a.service))
+    /// }
+    /// let tool = Tool::new("deploy", deploy_v3)
+    ///     .version("3")
+    ///     .keeps("2", deploy_v2)
+    ///     .pinned();
+    /// ```
+    pub fn keeps<A, O, H>(mut self, version: impl Into<String>, handler: H) -> Self
+    where
+        A: DeserializeOwned + JsonSchema + 'static,
+        O: IntoToolResult,
+        H: Handler<A, O>,
+    {
+        self.kept.push(KeptBody {
+            version: version.into(),
+            handler: boxed_map(handler, O::into_tool_result),
+            output: O::output_schema(),
+        });
+        self
+    }
+
+    /// Pins each call to the version of the body that started it: a paused
+    /// call goes on, on every wire, on that body (the current one, or one
+    /// kept with [`Tool::keeps`]), whatever the current body has become. A
+    /// call whose version this code no longer keeps is parked with `-32050`
+    /// naming the version (`data.pinnedTo`) and goes on when a deploy
+    /// brings the version back. A kept body may move its calls to the
+    /// current one at a point ([`Cx::upgrade_point`](crate::Cx::upgrade_point)).
+    ///
+    /// Without it (`upgrade`, the default) every round runs the current
+    /// body, which replays what the call recorded.
+    ///
+    /// A call that started before the tool declared a [`Tool::version`]
+    /// runs on the current body: nothing says which body started it.
+    pub fn pinned(mut self) -> Self {
+        self.pinned = true;
+        self
+    }
+
+    /// Whether the tool pins its calls ([`Tool::pinned`]).
+    pub fn is_pinned(&self) -> bool {
+        self.pinned
+    }
+
+    /// Its declared version ([`Tool::version`]).
+    pub fn current_version(&self) -> Option<&str> {
+        self.version.as_deref()
+    }
+
+    /// The earlier versions it keeps ([`Tool::keeps`]), in the order kept.
+    pub fn kept_versions(&self) -> impl Iterator<Item = &str> {
+        self.kept.iter().map(|k| k.version.as_str())
+    }
+
+    /// Which body runs the next round of a call whose last round ran on
+    /// `version` (none for a new call, or one that began before the tool
+    /// declared a version).
+    pub(crate) fn body_for<'a>(&'a self, version: Option<&'a str>) -> Body<'a> {
+        match version {
+            Some(v) if self.pinned && self.version.as_deref() != Some(v) => {
+                match self.kept.iter().find(|k| k.version == v) {
+                    Some(k) => Body::Kept(k),
+                    None => Body::Missing(v),
+                }
+            }
+            _ => Body::Current,
         }
     }
 

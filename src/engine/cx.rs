@@ -237,6 +237,11 @@ struct State {
     paused_on: Option<String>,
     /// This is the call's first run: nothing was recorded before it.
     fresh: bool,
+    /// The current body's code version, when this run is a pinned call's
+    /// kept earlier body that may move to it ([`Cx::upgrade_point`]).
+    upgrade_to: Option<String>,
+    /// The body reached an upgrade point: the current body runs next.
+    upgrading: bool,
     /// Set when the run is a replay check ([`crate::replay`]): no effect
     /// runs, and what the replay meets is noted here.
     dry_run: Option<Rc<RefCell<DryRun>>>,
@@ -338,6 +343,72 @@ impl Cx {
             st.code = version;
         }
         self
+    }
+
+    /// The tool version whose body ran the call's last round
+    /// ([`Journal::tool_version`]).
+    pub(crate) fn tool_version(&self) -> Option<String> {
+        self.inner
+            .borrow()
+            .journal
+            .tool_version()
+            .map(str::to_string)
+    }
+
+    /// Lets a kept earlier body move its call to the current body, whose
+    /// code version is `current` ([`Cx::upgrade_point`]).
+    pub(crate) fn with_upgrade_to(self, current: String) -> Self {
+        self.inner.borrow_mut().upgrade_to = Some(current);
+        self
+    }
+
+    /// Where a pinned call moves to the tool's current version (as
+    /// Temporal's upgrade on continue-as-new): reached in an earlier
+    /// version's body kept with [`Tool::keeps`](crate::Tool::keeps), the
+    /// call leaves that body here, and the current body runs the rest of
+    /// the round from the start, replaying the answers and effects the
+    /// call recorded as an `upgrade` tool would (a question it asks the
+    /// same way under the same key is not asked again; an effect under
+    /// the same key does not run again). Everywhere else — the current
+    /// body, an `upgrade` tool — it does nothing. `key` names the point
+    /// in the call's history. Put it where the two versions agree on
+    /// what came before, typically before the first question the new
+    /// version asks differently:
+    ///
+    /// ```
+    /// # use durable_mcp::{Cx, ToolError};
+    /// async fn deploy_v1(cx: &mut Cx, _: serde_json::Value) -> Result<String, ToolError> {
+    ///     let _ticket = cx.once("ticket", async || Ok::<_, ToolError>(7)).await?;
+    ///     // Calls that got this far may finish on the new body.
+    ///     cx.upgrade_point("after-ticket")?;
+    ///     Ok("v1 done".into())
+    /// }
+    /// ```
+    pub fn upgrade_point(&self, key: &str) -> Result<(), ToolError> {
+        let mut st = self.inner.borrow_mut();
+        if st.upgrade_to.is_none() {
+            return Ok(());
+        }
+        st.upgrading = true;
+        st.journal.moved_at = Some(key.to_string());
+        Err(ToolError::Suspend(Suspended(())))
+    }
+
+    /// After the body reached an upgrade point: readies the run for the
+    /// current body (its code version recorded, this run's reads and
+    /// questions forgotten, the journal kept). False when it did not.
+    pub(crate) fn take_upgrade(&mut self) -> bool {
+        let st = self.inner.get_mut();
+        let Some(current) = st.upgrade_to.take().filter(|_| st.upgrading) else {
+            return false;
+        };
+        st.upgrading = false;
+        st.asked.clear();
+        st.read.clear();
+        st.replayed.clear();
+        st.paused_on = Some(std::mem::replace(&mut st.code, current.clone()));
+        st.journal.code.push(current);
+        true
     }
 
     /// Whether this call began on code that has the change `id` (as

@@ -243,6 +243,11 @@ pub struct Journal {
     /// from the one before (`tool=<Tool::version>;worker=<version id>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code: Vec<String>,
+    /// The upgrade point ([`Cx::upgrade_point`](super::Cx::upgrade_point))
+    /// where a pinned call left an earlier version's body for the current
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_at: Option<String>,
     /// Keys of pending URL elicitations whose link a browser has already
     /// exchanged for a page pass (a link opens once on a server with
     /// sign-in).
@@ -272,6 +277,15 @@ pub struct Invocation {
     pub arguments: Value,
 }
 
+/// The tool version one of [`Journal::code`]'s entries names
+/// (`tool=<version>;worker=<id>`): none where the tool declared none
+/// (`tool=-`).
+pub fn tool_version(code: &str) -> Option<&str> {
+    code.split(';')
+        .find_map(|part| part.strip_prefix("tool="))
+        .filter(|v| *v != "-")
+}
+
 impl Journal {
     /// An empty journal for a new call.
     pub fn new() -> Self {
@@ -279,6 +293,13 @@ impl Journal {
             v: JOURNAL_VERSION,
             ..Self::default()
         }
+    }
+
+    /// The tool version whose body ran the call's last round (none for a
+    /// new call, or a tool that declared no version): a pinned call's
+    /// next round runs on it.
+    pub fn tool_version(&self) -> Option<&str> {
+        self.code.last().and_then(|c| tool_version(c))
     }
 
     /// Whether this release reads this journal: its format `v` is one this

@@ -29,8 +29,8 @@ pub use cx::{
 };
 pub use handler::{boxed, boxed_map, BoxedHandler, Handler, LocalFuture};
 pub use journal::{
-    answer_fits, answer_shape_ok, digest_json, hex, Answer, InputRequest, Invocation, Journal,
-    CHECKPOINT, DETACH, JOURNAL_VERSION, TIMER,
+    answer_fits, answer_shape_ok, digest_json, hex, tool_version, Answer, InputRequest, Invocation,
+    Journal, CHECKPOINT, DETACH, JOURNAL_VERSION, TIMER,
 };
 pub use outside::Outside;
 pub use trail::{Asked, Mark, Note, RoundEnd, Trail, MAX_MARKS, MAX_NOTES};
@@ -139,6 +139,29 @@ pub struct Run<T> {
 pub async fn run<A: 'static, T: 'static>(handler: &dyn Handler<A, T>, cx: Cx, args: A) -> Run<T> {
     let mut cx = cx;
     let result = handler.call(&mut cx, args).await;
+    conclude(cx, result)
+}
+
+/// Runs a pinned call's kept earlier body, and the current body `next`
+/// after it when the kept one reached its upgrade point
+/// ([`Cx::upgrade_point`]): one round, one journal.
+pub(crate) async fn run_moving<T: 'static>(
+    handler: &dyn Handler<Value, T>,
+    next: &dyn Handler<Value, T>,
+    cx: Cx,
+    args: Value,
+) -> (Run<T>, bool) {
+    let mut cx = cx;
+    let mut result = handler.call(&mut cx, args.clone()).await;
+    let moved = cx.take_upgrade();
+    if moved {
+        result = next.call(&mut cx, args).await;
+    }
+    (conclude(cx, result), moved)
+}
+
+/// What a run's result comes to, with what the run asked and emitted.
+fn conclude<T>(cx: Cx, result: Result<T, ToolError>) -> Run<T> {
     let (paused_on, met_on) = cx.code_versions();
     let done = cx.finish();
     // A pause cannot be swallowed: a request the body registered and has no

@@ -5,7 +5,7 @@
 use serde_json::{json, Value};
 
 use super::Server;
-use crate::app::{CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
+use crate::app::{Body, CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{self, Cx, Outcome, Run, ToolError};
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::object;
@@ -35,10 +35,10 @@ impl Target<'_> {
     }
 }
 
-/// The code version a round of `tool` runs on: the tool's declared
-/// version and the Worker's version id, where known.
-fn code_version(server: &Server, tool: &Tool) -> String {
-    let mut v = format!("tool={}", tool.version.as_deref().unwrap_or("-"));
+/// The code version a round runs on: the version of the tool's body that
+/// runs it and the Worker's version id, where known.
+fn code_version(server: &Server, version: Option<&str>) -> String {
+    let mut v = format!("tool={}", version.unwrap_or("-"));
     if !server.config.worker_version.is_empty() {
         v.push_str(";worker=");
         v.push_str(&server.config.worker_version);
@@ -66,38 +66,7 @@ pub(crate) async fn run_target(
 ) -> Run<Value> {
     let cx = cx.with_state(server.registry.state.clone());
     match target {
-        Target::Tool(t) => {
-            // The scopes a call of this tool needs, checked before its body
-            // runs (OAuth callers only; see `Cx::require_scopes`).
-            let cx = cx
-                .with_base_scopes(server.tool_scopes(t))
-                .with_code(code_version(server, t), &t.patches);
-            if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
-                return Run {
-                    outcome: Outcome::Error(e),
-                    notifications: Vec::new(),
-                    status: None,
-                };
-            }
-            let run = engine::run(&*t.handler, cx, args).await;
-            let declared = t.meta.get("outputSchema");
-            let outcome = match run.outcome {
-                Outcome::Complete(r) => match checked(server, declared, &r) {
-                    Ok(()) => Outcome::Complete(r.into_json()),
-                    Err(why) => Outcome::ToolFailed(why),
-                },
-                Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
-                Outcome::InputRequired { requests, journal } => {
-                    Outcome::InputRequired { requests, journal }
-                }
-                Outcome::Error(e) => Outcome::Error(named_tool(e, &t.name)),
-            };
-            Run {
-                outcome,
-                notifications: run.notifications,
-                status: run.status,
-            }
-        }
+        Target::Tool(t) => run_tool(server, t, cx, args).await,
         Target::Prompt(p) => engine::run(&*p.handler, cx, args).await,
         Target::Resource(r) => {
             let run = engine::run(&*r.handler, cx, args).await;
@@ -121,6 +90,85 @@ pub(crate) async fn run_target(
             }
         }
     }
+}
+
+/// Runs a round of a tool's call on the body its call is on ([`Tool::pinned`]):
+/// the current one, or a kept earlier version's, which may move the call
+/// to the current one at its upgrade point.
+async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> {
+    // The scopes a call of this tool needs, checked before its body runs
+    // (OAuth callers only; see `Cx::require_scopes`).
+    let cx = cx.with_base_scopes(server.tool_scopes(t));
+    if let Err(ToolError::Protocol(e)) = cx.require_scopes(Vec::<String>::new()) {
+        return failed(e);
+    }
+    let current = code_version(server, t.version.as_deref());
+    let last = cx.tool_version();
+    let (run, declared) = match t.body_for(last.as_deref()) {
+        Body::Current => {
+            let cx = cx.with_code(current, &t.patches);
+            (
+                engine::run(&*t.handler, cx, args).await,
+                t.meta.get("outputSchema"),
+            )
+        }
+        Body::Kept(k) => {
+            let cx = cx
+                .with_code(code_version(server, Some(&k.version)), &t.patches)
+                .with_upgrade_to(current);
+            let (run, moved) = engine::run_moving(&*k.handler, &*t.handler, cx, args).await;
+            let declared = if moved {
+                t.meta.get("outputSchema")
+            } else {
+                k.output.as_ref()
+            };
+            (run, declared)
+        }
+        Body::Missing(v) => return failed(version_gone(&t.name, v)),
+    };
+    let outcome = match run.outcome {
+        Outcome::Complete(r) => match checked(server, declared, &r) {
+            Ok(()) => Outcome::Complete(r.into_json()),
+            Err(why) => Outcome::ToolFailed(why),
+        },
+        Outcome::ToolFailed(m) => Outcome::ToolFailed(m),
+        Outcome::InputRequired { requests, journal } => {
+            Outcome::InputRequired { requests, journal }
+        }
+        Outcome::Error(e) => Outcome::Error(named_tool(e, &t.name)),
+    };
+    Run {
+        outcome,
+        notifications: run.notifications,
+        status: run.status,
+    }
+}
+
+/// A run that ends before any body runs.
+fn failed(e: McpError) -> Run<Value> {
+    Run {
+        outcome: Outcome::Error(e),
+        notifications: Vec::new(),
+        status: None,
+    }
+}
+
+/// The error for a pinned call whose version this code no longer keeps:
+/// the call is kept as it was, for a deploy that brings the version back.
+fn version_gone(tool: &str, version: &str) -> McpError {
+    let mut e = engine::diverged(
+        "",
+        &format!(
+            "the call is pinned to version {version:?} of the tool {tool:?}, whose body this \
+             deploy no longer keeps (Tool::keeps)"
+        ),
+    );
+    if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
+        data.insert("tool".into(), Value::String(tool.to_string()));
+        data.insert("pinnedTo".into(), Value::String(version.to_string()));
+        data.remove("key");
+    }
+    e
 }
 
 /// What a tool's result must satisfy before it is sent: its structured

@@ -270,6 +270,7 @@ fn head_of(j: &Journal) -> Journal {
         patches: j.patches.clone(),
         code: j.code.clone(),
         opened: j.opened.clone(),
+        moved_at: j.moved_at.clone(),
         invocation: j.invocation.as_ref().map(|i| Invocation {
             tool: i.tool.clone(),
             arguments: Value::Null,
