@@ -390,7 +390,9 @@ impl Cx {
             return Ok(());
         }
         st.upgrading = true;
-        st.journal.moved_at = Some(key.to_string());
+        if let Some(trail) = st.journal.trail.as_mut() {
+            trail.moved_at = Some(key.to_string());
+        }
         Err(ToolError::Suspend(Suspended(())))
     }
 

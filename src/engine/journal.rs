@@ -243,11 +243,6 @@ pub struct Journal {
     /// from the one before (`tool=<Tool::version>;worker=<version id>`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub code: Vec<String>,
-    /// The upgrade point ([`Cx::upgrade_point`](super::Cx::upgrade_point))
-    /// where a pinned call left an earlier version's body for the current
-    /// one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub moved_at: Option<String>,
     /// Keys of pending URL elicitations whose link a browser has already
     /// exchanged for a page pass (a link opens once on a server with
     /// sign-in).

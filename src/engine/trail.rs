@@ -96,6 +96,11 @@ pub struct Trail {
     /// asked again), oldest first (the last [`MAX_NOTES`] are kept).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<Note>,
+    /// The upgrade point ([`Cx::upgrade_point`](super::Cx::upgrade_point))
+    /// where a pinned call left an earlier version's body for the current
+    /// one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub moved_at: Option<String>,
 }
 
 /// One thing an operator did to a call.

@@ -270,7 +270,6 @@ fn head_of(j: &Journal) -> Journal {
         patches: j.patches.clone(),
         code: j.code.clone(),
         opened: j.opened.clone(),
-        moved_at: j.moved_at.clone(),
         invocation: j.invocation.as_ref().map(|i| Invocation {
             tool: i.tool.clone(),
             arguments: Value::Null,
@@ -285,6 +284,7 @@ fn head_of(j: &Journal) -> Journal {
                 effects: BTreeMap::new(),
                 waited_ms: t.waited_ms,
                 notes: t.notes.clone(),
+                moved_at: t.moved_at.clone(),
             })
         }),
         held: j.held.clone(),

@@ -32,6 +32,8 @@ use durable_mcp::testing::{TestReply, TestServer};
 use durable_mcp::{ask, form, text, CallToolResult, Cx, Registry, Tool, ToolError};
 use serde_json::{json, Map, Value};
 
+mod pinning;
+
 const TOOL: &str = "deploy";
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 /// The call's JSON-RPC id on the session wire.
@@ -119,6 +121,10 @@ struct Shape {
     /// The "confirm" form asked only when `cx.patched("ask-confirm")`
     /// (and the tool declares that patch).
     patched_confirm: bool,
+    /// `Tool::pinned`.
+    pinned: bool,
+    /// `cx.upgrade_point("after-form")` once the form is answered.
+    upgrade_point: bool,
 }
 
 impl Shape {
@@ -142,6 +148,8 @@ impl Shape {
             task: wire == Wire::Task,
             version: None,
             patched_confirm: false,
+            pinned: false,
+            upgrade_point: false,
         }
     }
 
@@ -209,12 +217,12 @@ async fn open_ticket(
     }
 }
 
-fn deploy_tool(shape: Shape, counter: Rc<Cell<u32>>) -> Tool {
-    let durable = shape.durable;
-    let task = shape.task;
-    let version = shape.version;
-    let patched_confirm = shape.patched_confirm;
-    let handler = async move |cx: &mut Cx, args: Value| -> Result<CallToolResult, ToolError> {
+/// The body of `shape`.
+fn deploy_body(
+    shape: Shape,
+    counter: Rc<Cell<u32>>,
+) -> impl AsyncFn(&mut Cx, Value) -> Result<CallToolResult, ToolError> + 'static {
+    async move |cx: &mut Cx, args: Value| -> Result<CallToolResult, ToolError> {
         let service = args["service"].as_str().unwrap_or("?").to_string();
         let message = if shape.reworded {
             format!("Pick the environment {service} goes to.")
@@ -234,6 +242,9 @@ fn deploy_tool(shape: Shape, counter: Rc<Cell<u32>>) -> Tool {
             .and_then(Value::as_str)
             .unwrap_or("?")
             .to_string();
+        if shape.upgrade_point {
+            cx.upgrade_point("after-form")?;
+        }
         let mut ticket = format!("T-{target}-0");
         if shape.once && shape.once_early {
             ticket = open_ticket(cx, &shape, &counter, &target).await?;
@@ -277,8 +288,18 @@ fn deploy_tool(shape: Shape, counter: Rc<Cell<u32>>) -> Tool {
         Ok(text(format!(
             "Deployed {service} to {target} (ticket {ticket})."
         )))
-    };
-    let mut tool = Tool::new(TOOL, handler).description("Deploys a service.");
+    }
+}
+
+/// The tool of `shape`, its wire and version flags applied.
+fn deploy_tool(shape: Shape, counter: Rc<Cell<u32>>) -> Tool {
+    with_flags(Tool::new(TOOL, deploy_body(shape.clone(), counter)), &shape)
+}
+
+/// `tool` with the wire, version and policy `shape` declares.
+fn with_flags(tool: Tool, shape: &Shape) -> Tool {
+    let (durable, task, version) = (shape.durable, shape.task, shape.version);
+    let mut tool = tool.description("Deploys a service.");
     if durable {
         tool = tool.durable();
     }
@@ -288,8 +309,11 @@ fn deploy_tool(shape: Shape, counter: Rc<Cell<u32>>) -> Tool {
     if let Some(v) = version {
         tool = tool.version(v);
     }
-    if patched_confirm {
+    if shape.patched_confirm {
         tool = tool.patch("ask-confirm");
+    }
+    if shape.pinned {
+        tool = tool.pinned();
     }
     tool
 }
