@@ -78,7 +78,6 @@
 //! - `error.rs`: [`SkillError`].
 
 mod error;
-mod frontmatter;
 mod mime;
 pub(crate) mod paths;
 mod tree;
@@ -162,7 +161,17 @@ impl Skill {
     /// frontmatter is missing or breaks the Agent Skills rules.
     pub fn new(skill_md: impl Into<Cow<'static, str>>) -> Result<Self, SkillError> {
         let text: Cow<'static, str> = skill_md.into();
-        let frontmatter = frontmatter::parse(&text).map_err(|e| SkillError::new(MANIFEST, e))?;
+        let frontmatter =
+            durable_mcp_frontmatter::parse(&text).map_err(|e| SkillError::new(MANIFEST, e))?;
+        Self::with_frontmatter(text, frontmatter)
+    }
+
+    /// A skill from its `SKILL.md` and that file's frontmatter, already
+    /// read and checked (at compile time, for [`include_skills!`](crate::include_skills)).
+    fn with_frontmatter(
+        text: Cow<'static, str>,
+        frontmatter: Map<String, Value>,
+    ) -> Result<Self, SkillError> {
         let name = match frontmatter.get("name") {
             Some(Value::String(name)) => name.clone(),
             _ => return Err(SkillError::new(MANIFEST, "the frontmatter needs `name`")),
@@ -317,7 +326,11 @@ fn reader(uri: String, file: &SkillFile) -> BoxedHandler<Vec<Value>> {
 /// (`skills/acme/refunds/SKILL.md` is `skill://acme/refunds/SKILL.md`), and
 /// every file below that folder is one of its files; see
 /// [`Skill::from_files`] for the rest. The files are in the wasm as they
-/// are, read in place; their digests are made once per isolate.
+/// are, read in place; their digests are made once per isolate. Each
+/// `SKILL.md`'s frontmatter is read (YAML) and checked while the crate
+/// compiles: a frontmatter that breaks the Agent Skills rules, or a skill
+/// in a folder not named for it, is a compile error naming the file, and
+/// the worker links no YAML reader for it.
 ///
 /// Cargo rebuilds the crate when a bundled file changes, but not when a
 /// file is added: add `println!("cargo:rerun-if-changed=skills");` to a
@@ -345,12 +358,8 @@ fn reader(uri: String, file: &SkillFile) -> BoxedHandler<Vec<Value>> {
 #[macro_export]
 macro_rules! include_skills {
     // `tt`, not `literal`: a `literal` fragment reaches the proc macro
-    // wrapped in a group, which `include_dir!` refuses.
-    ($dir:tt) => {{
-        // `include_dir!` expands to paths starting `include_dir::`: this
-        // names them, so your crate needs no dependency of its own.
-        use $crate::app::skills::__private::include_dir;
-        static SKILLS_DIR: include_dir::Dir<'static> = include_dir::include_dir!($dir);
-        $crate::Skill::from_files($crate::app::skills::__private::dir_files(&SKILLS_DIR))
-    }};
+    // wrapped in a group.
+    ($dir:tt) => {
+        $crate::app::skills::__private::bundled($crate::app::skills::__private::skills_dir!($dir))
+    };
 }

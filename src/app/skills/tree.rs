@@ -4,7 +4,14 @@
 
 use std::borrow::Cow;
 
+use serde_json::{Map, Value};
+
 use super::{paths, Skill, SkillError, MANIFEST};
+
+/// How a tree's `SKILL.md` becomes its frontmatter: read from the text at
+/// run time ([`Skill::from_files`]), or looked up among those read at
+/// compile time ([`include_skills!`](crate::include_skills)).
+type Reader<'a> = &'a dyn Fn(&str, &str) -> Result<Map<String, Value>, String>;
 
 impl Skill {
     /// The skills in a tree of files, each given by its path (relative to
@@ -20,9 +27,23 @@ impl Skill {
     pub fn from_files<P: AsRef<str>>(
         files: impl IntoIterator<Item = (P, Cow<'static, [u8]>)>,
     ) -> Result<Vec<Skill>, SkillError> {
-        let mut files: Vec<(String, Cow<'static, [u8]>)> = files
+        let files = files
             .into_iter()
             .map(|(p, b)| (p.as_ref().trim_matches('/').to_string(), b))
+            .collect();
+        from_tree(files, &|_, text| durable_mcp_frontmatter::parse(text))
+    }
+}
+
+/// The skills in `files` (paths trimmed of `/`), each `SKILL.md`'s
+/// frontmatter from `read`.
+fn from_tree(
+    files: Vec<(String, Cow<'static, [u8]>)>,
+    read: Reader<'_>,
+) -> Result<Vec<Skill>, SkillError> {
+    {
+        let mut files: Vec<(String, Cow<'static, [u8]>)> = files
+            .into_iter()
             .filter(|(p, _)| !p.split('/').any(|s| s.starts_with('.')))
             .collect();
         // Paths are unique: unstable orders them the same, with less code.
@@ -38,12 +59,19 @@ impl Skill {
                 None => None,
             })
             .collect::<Result<_, _>>()?;
-        roots.iter().map(|root| skill_at(root, &files)).collect()
+        roots
+            .iter()
+            .map(|root| skill_at(root, &files, read))
+            .collect()
     }
 }
 
 /// The skill whose folder is `root`, from the sorted `files`.
-fn skill_at(root: &str, files: &[(String, Cow<'static, [u8]>)]) -> Result<Skill, SkillError> {
+fn skill_at(
+    root: &str,
+    files: &[(String, Cow<'static, [u8]>)],
+    read: Reader<'_>,
+) -> Result<Skill, SkillError> {
     let manifest = format!("{root}/{MANIFEST}");
     let text = files
         .iter()
@@ -52,7 +80,9 @@ fn skill_at(root: &str, files: &[(String, Cow<'static, [u8]>)]) -> Result<Skill,
         .transpose()
         .map_err(|e| SkillError::new(manifest.as_str(), e))?
         .unwrap_or_default();
-    let mut skill = Skill::new(text).map_err(|e| SkillError::new(manifest.as_str(), e.reason()))?;
+    let mut skill = read(&manifest, &text)
+        .and_then(|fm| Skill::with_frontmatter(text, fm).map_err(|e| e.reason().to_string()))
+        .map_err(|e| SkillError::new(manifest.as_str(), e))?;
     let (prefix, folder) = root.rsplit_once('/').unwrap_or(("", root));
     if folder != skill.name() {
         return Err(SkillError::new(
@@ -100,24 +130,29 @@ fn utf8(bytes: Cow<'static, [u8]>) -> Result<Cow<'static, str>, &'static str> {
 pub mod __private {
     use std::borrow::Cow;
 
-    pub use include_dir;
+    use super::{from_tree, Skill, SkillError};
 
-    /// Every file of a bundled directory, with its path from the root.
-    pub fn dir_files(dir: &'static include_dir::Dir<'static>) -> Vec<(String, Cow<'static, [u8]>)> {
-        let mut out = Vec::new();
-        let mut dirs = vec![dir];
-        while let Some(d) = dirs.pop() {
-            for entry in d.entries() {
-                match entry {
-                    include_dir::DirEntry::Dir(sub) => dirs.push(sub),
-                    include_dir::DirEntry::File(f) => out.push((
-                        f.path().to_string_lossy().replace('\\', "/"),
-                        Cow::Borrowed(f.contents()),
-                    )),
-                }
-            }
-        }
-        out
+    pub use durable_mcp_macros::skills_dir;
+
+    /// A bundled directory's files: `(path, bytes)`.
+    pub type Files = &'static [(&'static str, &'static [u8])];
+    /// Its `SKILL.md`s' frontmatters as JSON text: `(path, json)`.
+    pub type Frontmatters = &'static [(&'static str, &'static str)];
+
+    /// The skills of a directory bundled by [`skills_dir!`]: its files and
+    /// the frontmatters read from them while the worker was compiled.
+    pub fn bundled((files, frontmatters): (Files, Frontmatters)) -> Result<Vec<Skill>, SkillError> {
+        let files = files
+            .iter()
+            .map(|(p, b)| ((*p).to_string(), Cow::Borrowed(*b)))
+            .collect();
+        from_tree(files, &|manifest, _| {
+            let json = frontmatters
+                .iter()
+                .find(|(p, _)| *p == manifest)
+                .map_or("", |(_, j)| j);
+            serde_json::from_str(json).map_err(|e| format!("the bundled frontmatter: {e}"))
+        })
     }
 }
 

@@ -1,6 +1,11 @@
 //! A `SKILL.md`'s frontmatter: found between its `---` lines, read as YAML
 //! into the JSON object a skill entry carries verbatim, and held to the
 //! Agent Skills rules a host checks before it loads the skill.
+//!
+//! Its own crate so that `durable-mcp`'s `include_skills!` reads the YAML
+//! when the worker is compiled (in `durable-mcp-macros`), and a worker
+//! links a YAML reader only when it makes a skill from text at run time
+//! (`Skill::new`, `Skill::from_files`).
 
 use serde_json::{Map, Number, Value};
 use yaml_rust2::{Yaml, YamlLoader};
@@ -34,7 +39,7 @@ fn yaml_block(markdown: &str) -> Option<&str> {
 
 /// The frontmatter of `markdown` as a JSON object, checked against the
 /// Agent Skills rules; `Err` says why not.
-pub(super) fn parse(markdown: &str) -> Result<Map<String, Value>, String> {
+pub fn parse(markdown: &str) -> Result<Map<String, Value>, String> {
     let yaml = yaml_block(markdown).ok_or(
         "SKILL.md must begin with YAML frontmatter: a `---` line, the fields, then a `---` line",
     )?;
@@ -125,7 +130,7 @@ fn check(frontmatter: &Map<String, Value>) -> Result<(), String> {
 
 /// The Agent Skills naming rule: 1-64 of `a-z`, `0-9` and `-`, no hyphen
 /// first, last or twice in a row.
-pub(super) fn is_skill_name(name: &str) -> bool {
+pub fn is_skill_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && name
             .bytes()
