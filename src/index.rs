@@ -35,6 +35,9 @@ pub struct IndexEntry {
 }
 
 /// A change to the index, sent to the hub with the other changes.
+// An entry is a few hundred bytes and a request makes a change or two:
+// boxing it would change this public enum's shape for nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IndexChange {

@@ -51,6 +51,8 @@ use crate::auth::Caller;
 use crate::elicitation::Home;
 use crate::engine::{ClientCaps, DryRun, Journal, Outcome, Run};
 use crate::error::ErrorKind;
+use crate::kept::versions::{self, Standing, ToolCode, ToolVersions, VersionCalls};
+use crate::kept::Status;
 use crate::server::{round, run_target, Kept, Server, Site, Target};
 
 /// A paused call as the server keeps it.
@@ -203,6 +205,9 @@ pub struct Report {
     pub id: String,
     /// Its tool.
     pub tool: String,
+    /// The tool's version its last round ran on (`""`: none recorded).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
     /// What the new code does with it.
     #[serde(flatten)]
     pub verdict: Verdict,
@@ -215,9 +220,73 @@ pub fn check(server: &Server, calls: &[PausedCall]) -> Vec<Report> {
         .map(|call| Report {
             id: call.id.clone(),
             tool: call.tool.clone(),
+            version: call.journal.tool_version().unwrap_or_default().to_string(),
             verdict: verdict(server, call),
         })
         .collect()
+}
+
+/// Per tool the new code serves and per tool `calls` are on: each version
+/// holding paused calls (counted as `waiting`), whether the new code runs
+/// it (current, kept, upgrades) or not (missing: its pinned calls park
+/// with `-32050` naming `data.pinnedTo`), and each version the new code
+/// keeps (a kept one holding no call can be removed).
+pub fn versions(server: &Server, calls: &[PausedCall]) -> Vec<ToolVersions> {
+    let code = ToolCode::all(&server.registry);
+    let on = calls.iter().map(|c| {
+        let version = c.journal.tool_version().unwrap_or_default();
+        (c.tool.as_str(), version, Status::Waiting)
+    });
+    versions::tally(&code, on)
+}
+
+/// [`versions`] as the deploy check prints it: one line per tool and
+/// version that holds a paused call or that the new code keeps.
+pub fn versions_table(tools: &[ToolVersions]) -> String {
+    let mut rows = vec![["tool", "version", "new code", "calls", "so"].map(String::from)];
+    for t in tools {
+        for v in t
+            .versions
+            .iter()
+            .filter(|v| v.calls() > 0 || v.standing == Standing::Kept)
+        {
+            rows.push([
+                t.tool.clone(),
+                if v.version.is_empty() {
+                    "-".into()
+                } else {
+                    v.version.clone()
+                },
+                v.standing.as_str().to_string(),
+                v.calls().to_string(),
+                drain_note(t, v),
+            ]);
+        }
+    }
+    let width = |i: usize| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0);
+    let (w0, w1, w2, w3) = (width(0), width(1), width(2), width(3));
+    let mut out = String::new();
+    for [tool, version, standing, calls, so] in &rows {
+        let line = format!("{tool:w0$}  {version:w1$}  {standing:w2$}  {calls:>w3$}  {so}");
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}
+
+/// What happens to one version's paused calls under the new code.
+fn drain_note(t: &ToolVersions, v: &VersionCalls) -> String {
+    match v.standing {
+        _ if v.removable() => "no paused call: its kept body can be removed".into(),
+        Standing::Current => "run on the current body".into(),
+        Standing::Kept => "run on its kept body (Tool::keeps)".into(),
+        Standing::Upgrades => "run on the current body (the tool upgrades its calls)".into(),
+        Standing::Missing if !t.served => "DIVERGE: the tool is not served".into(),
+        Standing::Missing => format!(
+            "PARK: -32050 pinnedTo {:?} (this code neither runs nor keeps it)",
+            v.version
+        ),
+    }
 }
 
 /// How many times a replay's future is polled before the check gives up

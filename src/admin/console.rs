@@ -16,7 +16,10 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-use super::model::{CallDetail, CallSummary, Filter, Kind, Listing, Status, AGE_BUCKETS};
+use super::model::{
+    CallDetail, CallSummary, Filter, Kind, Listing, Policy, Standing, Status, VersionCalls,
+    Versions, AGE_BUCKETS,
+};
 use crate::engine::{Asked, Mark, RoundEnd};
 
 // ---------------------------------------------------------------------
@@ -24,11 +27,13 @@ use crate::engine::{Asked, Mark, RoundEnd};
 // ---------------------------------------------------------------------
 
 /// The overview: counts, the paused-by-age chart, the filter, one page of
-/// calls, and the tools an operator can pause or resume.
+/// calls, the tools an operator can pause or resume, and each tool's
+/// versions with the calls on them.
 pub(crate) fn overview(
     listing: &Listing,
     filter: &Filter,
     paused_tools: &[String],
+    versions: &Versions,
     csrf: &str,
 ) -> String {
     let mut body = String::new();
@@ -49,6 +54,7 @@ pub(crate) fn overview(
         ));
     }
     body.push_str(&tools_section(listing, paused_tools, csrf));
+    body.push_str(&versions_section(versions));
     shell("durable-mcp — paused calls", &body)
 }
 
@@ -632,6 +638,59 @@ fn tools_section(listing: &Listing, paused_tools: &[String], csrf: &str) -> Stri
     out
 }
 
+/// Per tool and version: what the code does with its calls (current,
+/// kept, upgrades, missing: they park) and how many wait, work, are
+/// parked; a kept version no call is on says it can be removed.
+fn versions_section(versions: &Versions) -> String {
+    let mut out = String::from("<h2>Tool versions</h2>\n");
+    if versions.tools.iter().all(|t| t.versions.is_empty()) {
+        out.push_str("<p class=\"muted\">No tool declares a version or has calls.</p>\n");
+        return out;
+    }
+    out.push_str(
+        "<table class=\"versions\">\n<tr><th>Tool</th><th>Policy</th><th>Version</th>\
+         <th>Code</th><th>Waiting</th><th>Working</th><th>Parked</th></tr>\n",
+    );
+    for t in &versions.tools {
+        let policy = match t.policy {
+            Some(Policy::Pinned) => "pinned",
+            Some(Policy::Upgrade) => "upgrade",
+            None => "not served",
+        };
+        for v in &t.versions {
+            out.push_str(&version_row(&t.tool, policy, v));
+        }
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+fn version_row(tool: &str, policy: &str, v: &VersionCalls) -> String {
+    let badge = match v.standing {
+        Standing::Missing => "st-failed",
+        Standing::Kept => "st-waiting",
+        Standing::Upgrades => "st-cancelled",
+        Standing::Current => "st-completed",
+    };
+    let removable = if v.removable() {
+        " <span class=\"muted\">(no call left: can be removed)</span>"
+    } else {
+        ""
+    };
+    format!(
+        "<tr><td><a href=\"{}\">{}</a></td><td>{policy}</td><td><code>{}</code></td>\
+         <td><span class=\"badge {badge}\">{}</span>{removable}</td><td class=\"num\">{}</td>\
+         <td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+        escape(&href("/admin", &[("tool", tool.to_string())])),
+        escape(tool),
+        escape(or_dash(&v.version)),
+        v.standing.as_str(),
+        v.waiting,
+        v.working,
+        v.parked,
+    )
+}
+
 // ---------------------------------------------------------------------
 // Pieces of a call's page
 // ---------------------------------------------------------------------
@@ -798,6 +857,7 @@ mod tests {
             waiting_on: vec!["elicitation/create".into()],
             note: None,
             code: "v1".into(),
+            version: String::new(),
         }
     }
 
@@ -886,7 +946,13 @@ mod tests {
             principal: Some(EVIL_PRINCIPAL.into()),
             ..Filter::default()
         };
-        let html = overview(&l, &filter, &[EVIL_TOOL.to_string()], "t\"<img>");
+        let html = overview(
+            &l,
+            &filter,
+            &[EVIL_TOOL.to_string()],
+            &Versions::default(),
+            "t\"<img>",
+        );
         assert!(!html.contains("<img"), "{html}");
         // In text, escaped.
         assert!(html.contains("<td>x&quot;&gt;&lt;img src=x onerror=alert(1)&gt;</td>"));
@@ -915,7 +981,13 @@ mod tests {
             summary("d.d", "t", Status::Waiting, now - 3 * 86_400_000),
             summary("d.e", "t", Status::Completed, now - 3 * 86_400_000),
         ];
-        let html = overview(&listing(calls, now), &Filter::default(), &[], "tok");
+        let html = overview(
+            &listing(calls, now),
+            &Filter::default(),
+            &[],
+            &Versions::default(),
+            "tok",
+        );
         assert_eq!(
             html.matches("<rect class=\"bar\"").count(),
             AGE_BUCKETS.len()
@@ -938,7 +1010,13 @@ mod tests {
 
     #[test]
     fn an_empty_or_odd_listing_renders() {
-        let html = overview(&Listing::default(), &Filter::default(), &[], "");
+        let html = overview(
+            &Listing::default(),
+            &Filter::default(),
+            &[],
+            &Versions::default(),
+            "",
+        );
         assert_eq!(
             html.matches("<rect class=\"bar\"").count(),
             AGE_BUCKETS.len()
@@ -949,7 +1027,7 @@ mod tests {
         // Huge counts, a clock behind the calls: no panic.
         let mut l = listing(vec![summary("d.a", "t", Status::Waiting, u64::MAX)], 0);
         l.counts.paused_by_age = BTreeMap::from([("<1m".to_string(), usize::MAX)]);
-        let html = overview(&l, &Filter::default(), &[], "");
+        let html = overview(&l, &Filter::default(), &[], &Versions::default(), "");
         assert!(html.contains("<td class=\"num\">0s</td>"));
     }
 
@@ -960,7 +1038,13 @@ mod tests {
             summary("d.b", "beta", Status::Parked, 0),
         ];
         let paused = vec!["beta".to_string(), "gamma".to_string()];
-        let html = overview(&listing(calls, 1), &Filter::default(), &paused, "s3cret");
+        let html = overview(
+            &listing(calls, 1),
+            &Filter::default(),
+            &paused,
+            &Versions::default(),
+            "s3cret",
+        );
         assert!(html.contains("action=\"/admin/tools/alpha/pause\""));
         assert!(!html.contains("/admin/tools/alpha/resume"));
         assert!(html.contains("action=\"/admin/tools/beta/resume\""));
@@ -988,7 +1072,7 @@ mod tests {
             kind: Some(Kind::Task),
             older_than_ms: Some(3_600_000),
         };
-        let html = overview(&l, &filter, &[], "tok");
+        let html = overview(&l, &filter, &[], &Versions::default(), "tok");
         assert!(html.contains("name=\"tool\" value=\"alpha\""));
         assert!(html.contains("<option value=\"waiting,parked\" selected>"));
         assert!(html.contains("<option value=\"task\" selected>"));
@@ -1003,10 +1087,10 @@ mod tests {
             status: vec![Status::Failed],
             ..Filter::default()
         };
-        let html = overview(&l, &one, &[], "tok");
+        let html = overview(&l, &one, &[], &Versions::default(), "tok");
         assert!(html.contains("<option value=\"failed\" selected>"));
         assert!(!html.contains("<select name=\"status\"><option value=\"\" selected>"));
-        let html = overview(&l, &Filter::default(), &[], "tok");
+        let html = overview(&l, &Filter::default(), &[], &Versions::default(), "tok");
         assert!(html.contains("<select name=\"status\"><option value=\"\" selected>any"));
     }
 
@@ -1101,5 +1185,34 @@ mod tests {
         assert!(html.contains("<h1>Done &lt;b&gt;</h1>"));
         assert!(html.contains("<p>Cancelled &quot;d.1&quot; &amp; more</p>"));
         assert!(html.contains("href=\"/admin\""));
+    }
+
+    #[test]
+    fn each_tool_version_shows_its_standing_and_counts_escaped() {
+        let code = [crate::admin::model::ToolCode {
+            name: EVIL_TOOL.into(),
+            current: Some("3".into()),
+            pinned: true,
+            keeps: vec!["2".into()],
+        }];
+        let mut old = summary("d.1", EVIL_TOOL, Status::Parked, 1);
+        old.version = "1<b>".into();
+        let v = Versions::of(&code, &[old], 5);
+        let html = overview(&Listing::default(), &Filter::default(), &[], &v, "tok");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(!html.contains("<b>"), "{html}");
+        assert!(html.contains("<code>1&lt;b&gt;</code>"), "{html}");
+        assert!(html.contains(">missing</span>"), "{html}");
+        assert!(html.contains(">kept</span> <span class=\"muted\">(no call left: can be removed)"));
+        assert!(html.contains(">current</span>"));
+        assert!(html.contains("<td>pinned</td>"));
+        let empty = overview(
+            &Listing::default(),
+            &Filter::default(),
+            &[],
+            &Versions::default(),
+            "",
+        );
+        assert!(empty.contains("No tool declares a version or has calls."));
     }
 }

@@ -15,5 +15,6 @@ pub mod summary;
 
 pub use model::{
     AnswerView, CallDetail, CallSummary, Counts, Done, EffectView, Filter, Kind, Listing, Status,
+    Versions,
 };
 pub(crate) mod console;

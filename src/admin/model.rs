@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::engine::{Asked, Mark};
 
 pub use crate::kept::summary::{CallSummary, Kind};
+pub use crate::kept::versions::{tally, Policy, Standing, ToolCode, ToolVersions, VersionCalls};
 /// Where a call is, as an operator reads it: the kept call's one status.
 pub use crate::kept::Status;
 
@@ -180,6 +181,31 @@ pub struct Listing {
     /// Tools paused by an operator.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub paused_tools: Vec<String>,
+}
+
+/// `GET /admin/api/tools/versions`: per tool the code serves and per tool
+/// found on kept calls, what the code runs of it and the unfinished calls
+/// on each of its versions (every keeper's, finished calls not counted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Versions {
+    /// Each tool, by name.
+    pub tools: Vec<ToolVersions>,
+    /// The server's clock when counted (ms since the epoch).
+    pub now_ms: u64,
+}
+
+impl Versions {
+    /// Counts `calls` against what `code` runs, at `now_ms`.
+    pub fn of(code: &[ToolCode], calls: &[CallSummary], now_ms: u64) -> Self {
+        let calls = calls
+            .iter()
+            .map(|c| (c.tool.as_str(), c.version.as_str(), c.status));
+        Self {
+            tools: tally(code, calls),
+            now_ms,
+        }
+    }
 }
 
 /// The outcome for each id of a cancel or a purge.

@@ -46,6 +46,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod summary;
+pub mod versions;
 
 pub use summary::{CallSummary, Kind};
 

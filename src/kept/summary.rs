@@ -79,6 +79,10 @@ pub struct CallSummary {
     /// The code version that ran its last round.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub code: String,
+    /// The tool's version its last round ran on ([`Tool::version`](crate::Tool::version);
+    /// `""`: none, the tool declared none or the call has not run yet).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub version: String,
 }
 
 /// The admin id prefix of each kind.
@@ -170,6 +174,7 @@ pub fn base(id: String, kind: Kind, tool: String, status: Status, j: &Journal) -
         },
         note,
         code: j.code.last().cloned().unwrap_or_default(),
+        version: j.tool_version().unwrap_or_default().to_string(),
     }
 }
 

@@ -14,11 +14,14 @@ use super::object::{self, Ask, Body, Entries};
 use super::pages::{self, Page};
 use super::request::{filter_of, query, Op};
 use crate::admin::summary::DURABLE_PREFIX;
-use crate::admin::{CallDetail, CallSummary, Counts, Done, Filter, Kind, Listing, Status};
+use crate::admin::{
+    CallDetail, CallSummary, Counts, Done, Filter, Kind, Listing, Status, Versions,
+};
 use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::index::IndexEntry;
+use crate::kept::versions::ToolCode;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
 
@@ -218,6 +221,7 @@ fn api(
         }
         ("GET", ["calls", id]) => Ok(Op::Show((*id).to_string())),
         ("GET", ["tools"]) => Ok(Op::Tools),
+        ("GET", ["tools", "versions"]) => Ok(Op::Versions),
         ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
             if server.registry.find_tool(tool).is_none() {
                 return Err(Reply::new(error_response(
@@ -369,7 +373,8 @@ impl Job {
             | Op::Hold { .. }
             | Op::Outside { .. }
             | Op::Export(_)
-            | Op::Purge(_) => {
+            | Op::Purge(_)
+            | Op::Versions => {
                 let mut asks = vec![entries];
                 asks.extend(
                     shards(server)
@@ -496,6 +501,10 @@ impl Job {
         // stable sort for these rows).
         self.calls
             .sort_unstable_by(|a, b| a.updated_ms.cmp(&b.updated_ms).then(a.id.cmp(&b.id)));
+        if let Op::Versions = self.op {
+            let versions = self.versions(server);
+            return Step::Answer(Reply::new(super::json(200, &json!(versions))));
+        }
         let counts = Counts::of(&self.calls, now);
         let (ids, op) = match &self.op {
             Op::List {
@@ -523,7 +532,8 @@ impl Job {
                     paused_tools: self.paused.clone(),
                 };
                 if let Some(page) = &self.page {
-                    return Step::Answer(page.overview(&listing, filter));
+                    let versions = self.versions(server);
+                    return Step::Answer(page.overview(&listing, filter, &versions));
                 }
                 return Step::Answer(Reply::new(super::json(200, &json!(listing))));
             }
@@ -572,6 +582,11 @@ impl Job {
                 .map(|(o, ids)| ask(o, op, &self.body(ids)))
                 .collect(),
         )
+    }
+
+    /// Per tool and version, the unfinished calls every keeper holds.
+    fn versions(&self, server: &Server) -> Versions {
+        Versions::of(&ToolCode::all(&server.registry), &self.calls, self.now_ms)
     }
 
     fn chosen(&self, filter: &Filter) -> Vec<String> {

@@ -6,7 +6,7 @@
 
 use super::pass;
 use super::request::{filter_of, query, Enter, Op};
-use crate::admin::{console, CallDetail, Filter, Listing};
+use crate::admin::{console, CallDetail, Filter, Listing, Versions};
 use crate::effects::Reply;
 use crate::http::{Body, HttpRequest, HttpResponse};
 use crate::server::Server;
@@ -42,10 +42,16 @@ fn see_other(to: &str) -> HttpResponse {
 }
 
 impl Page {
-    pub(super) fn overview(&self, listing: &Listing, filter: &Filter) -> Reply {
+    pub(super) fn overview(
+        &self,
+        listing: &Listing,
+        filter: &Filter,
+        versions: &Versions,
+    ) -> Reply {
+        let paused = &listing.paused_tools;
         html(
             200,
-            console::overview(listing, filter, &listing.paused_tools, &self.csrf),
+            console::overview(listing, filter, paused, versions, &self.csrf),
         )
     }
 

@@ -35,6 +35,9 @@ pub(crate) enum Op {
     Export(Filter),
     Purge(Filter),
     Tools,
+    /// Per tool and version, the unfinished calls on it
+    /// (`GET /admin/api/tools/versions`).
+    Versions,
     Pause {
         tool: String,
         pause: bool,

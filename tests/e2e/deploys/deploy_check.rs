@@ -9,7 +9,7 @@
 //! fail on a divergence: the test compares each verdict with what v2 then
 //! does to the call.
 
-use durable_mcp::replay::{check, PausedCall, Report, Verdict};
+use durable_mcp::replay::{check, versions, versions_table, PausedCall, Report, Verdict};
 use durable_mcp::testing::TestServer;
 use durable_mcp::Bindings;
 
@@ -34,6 +34,13 @@ fn paused_calls_replay_on_this_code() {
     let reports = check(&s.server, &calls);
     assert_eq!(reports.len(), calls.len());
     print!("{}", table(&reports));
+    // Per tool and version: the paused calls on it, whether this code runs
+    // it (a pinned call on a version it neither runs nor keeps parks), and
+    // which kept versions hold no call any more (their bodies can go).
+    print!(
+        "\nversions held by paused calls:\n{}",
+        versions_table(&versions(&s.server, &calls))
+    );
     for r in &reports {
         println!(
             "deploy-check-json {}",

@@ -13,11 +13,13 @@
 //! - `admin/model.rs`: the API's answers, as read here.
 //! - `admin/table.rs`: `calls list` as a table and its counts; times, ages.
 //! - `admin/show.rs`: `calls show` as a header and a timeline.
+//! - `admin/versions.rs`: `tools versions` as a table and what to do next.
 
 mod filter;
 mod model;
 mod show;
 mod table;
+mod versions;
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -41,6 +43,7 @@ const USAGE: &str = concat!(
     "  durable-mcp admin <url> calls export [--tool T] [--status S,…] [--out FILE]\n",
     "  durable-mcp admin <url> calls purge [--status S,…] [--older-than D]\n",
     "  durable-mcp admin <url> tools list | pause <name> | resume <name>\n",
+    "  durable-mcp admin <url> tools versions [--json]\n",
     "  durable-mcp admin <url> console [--no-browser]\n",
 );
 
@@ -76,6 +79,11 @@ ADMIN
                     cancelled), only those older than --older-than if given
   tools pause       new calls and next rounds of the tool get 503 until
                     resume; paused calls are kept
+  tools versions    per tool and version (Tool::version, Tool::keeps): what
+                    the code does with its calls (current; kept: a kept
+                    body runs them; upgrades: the current body runs them;
+                    missing: pinned calls park) and how many are waiting,
+                    working, parked; a kept version with none can be removed
   console           prints a one-time console sign-in link (5 minutes) and
                     opens it (not with --no-browser or DURABLE_MCP_NO_BROWSER)
   --admin-token T   the operator token (one of ADMIN_TOKENS); else
@@ -150,6 +158,8 @@ enum Command {
         older_than_ms: Option<u64>,
     },
     Tools,
+    /// `tools versions`.
+    Versions,
     Pause(String, bool),
     Console {
         no_browser: bool,
@@ -425,6 +435,11 @@ fn parse(args: &[String]) -> Result<Invocation, Usage> {
             f.only("tools list", &[])?;
             f.at_most("tools list", 3)?;
             Command::Tools
+        }
+        (Some("tools"), Some("versions")) => {
+            f.only("tools versions", &[])?;
+            f.at_most("tools versions", 3)?;
+            Command::Versions
         }
         (Some("tools"), Some(op @ ("pause" | "resume"))) => {
             f.only("tools pause/resume", &[])?;
@@ -746,6 +761,15 @@ fn execute(api: &Api, inv: &Invocation) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Versions => {
+            let v = api.get(&api.url(&["tools", "versions"]))?;
+            if inv.json {
+                print_json(&v);
+            } else {
+                emit(&versions::render(&read(v)?));
+            }
+            Ok(())
+        }
         Command::Pause(name, pause) => {
             let op = if *pause { "pause" } else { "resume" };
             let v = api.post(&api.url(&["tools", name, op]), &json!({}))?;
@@ -1027,6 +1051,12 @@ mod tests {
         assert!(command("http://h calls show").is_err());
         assert_eq!(command("http://h tools").ok(), Some(Command::Tools));
         assert_eq!(
+            command("http://h tools versions --json").ok(),
+            Some(Command::Versions)
+        );
+        assert!(command("http://h tools versions deploy").is_err());
+        assert!(command("http://h tools versions --tool deploy").is_err());
+        assert_eq!(
             command("http://h tools resume deploy").ok(),
             Some(Command::Pause("deploy".into(), false))
         );
@@ -1069,6 +1099,10 @@ mod tests {
         assert_eq!(
             api.url(&["tools", "deploy", "pause"]).as_str(),
             "https://mcp.example.com:8443/admin/api/tools/deploy/pause"
+        );
+        assert_eq!(
+            api.url(&["tools", "versions"]).as_str(),
+            "https://mcp.example.com:8443/admin/api/tools/versions"
         );
     }
 

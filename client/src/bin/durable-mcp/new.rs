@@ -804,8 +804,9 @@ mod tests {
             let files = render_files(&s, "k");
             let check = file(&files, "tests/deploy_check.rs");
             for m in [
-                "use durable_mcp::replay::{check, PausedCall, Report, Verdict};",
+                "use durable_mcp::replay::{check, versions, versions_table, PausedCall, Report, Verdict};",
                 "std::env::var_os(\"DEPLOY_CHECK\")",
+                "versions_table(&versions(&s.server, &calls))",
                 "let registry = demo::server(&Bindings::from_vars::<&str, &str>([]));",
                 "let reports = check(&s.server, &calls);",
                 "Verdict::Diverges { .. }",

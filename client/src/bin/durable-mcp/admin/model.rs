@@ -143,3 +143,37 @@ pub(crate) struct ToolState {
     pub(crate) name: String,
     pub(crate) paused: bool,
 }
+
+/// `GET tools/versions`: per tool, what the server's code runs of it and
+/// the unfinished calls on each version.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct Versions {
+    pub(crate) tools: Vec<ToolVersions>,
+    pub(crate) now_ms: u64,
+}
+
+/// One tool's versions.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ToolVersions {
+    pub(crate) tool: String,
+    pub(crate) served: bool,
+    pub(crate) current: Option<String>,
+    /// `pinned` or `upgrade` (absent: not served).
+    pub(crate) policy: Option<String>,
+    pub(crate) keeps: Vec<String>,
+    pub(crate) versions: Vec<VersionCalls>,
+}
+
+/// One version: what the code does with its calls, and how many there are.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct VersionCalls {
+    pub(crate) version: String,
+    /// `current`, `kept`, `upgrades` or `missing`.
+    pub(crate) standing: String,
+    pub(crate) waiting: usize,
+    pub(crate) working: usize,
+    pub(crate) parked: usize,
+}
