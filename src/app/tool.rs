@@ -2,6 +2,8 @@
 
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
+use std::cell::OnceCell;
+
 use serde_json::{json, Map, Value};
 
 use super::result::{CallToolResult, IntoToolResult};
@@ -22,7 +24,13 @@ pub enum TaskSupport {
 /// A tool.
 pub struct Tool {
     pub(crate) name: String,
+    /// Its listing's fields but the derived ones ([`Schemas`]); a field set
+    /// here (an `inputSchema` given by hand) wins over the derived one.
     pub(crate) meta: Map<String, Value>,
+    /// The schemas derived from its types, made when first needed: a
+    /// worker's first `tools/call` makes only its own tool's, not every
+    /// tool's (as `tools/list` does).
+    schemas: Schemas,
     pub(crate) handler: BoxedHandler<CallToolResult>,
     pub(crate) durable: bool,
     pub(crate) task: Option<TaskSupport>,
@@ -44,12 +52,53 @@ pub struct Tool {
     pub(crate) pinned: bool,
 }
 
+/// A tool's schemas derived from its types, made once, when first needed.
+struct Schemas {
+    input: fn() -> Value,
+    output: fn() -> Option<Value>,
+    made: OnceCell<Made>,
+}
+
+/// What [`Schemas`] made.
+struct Made {
+    /// `inputSchema`, its description taken out.
+    input: Value,
+    output: Option<Value>,
+    /// The doc comment of the arguments' type: the tool's description
+    /// unless one is set.
+    description: Option<Value>,
+}
+
+impl Schemas {
+    fn made(&self) -> &Made {
+        self.made.get_or_init(|| {
+            let mut input = (self.input)();
+            let description = input
+                .as_object_mut()
+                .and_then(|m| m.remove("description"))
+                .filter(Value::is_string);
+            Made {
+                input,
+                output: (self.output)(),
+                description,
+            }
+        })
+    }
+}
+
 /// An earlier version's body a tool still serves to the calls it started.
 pub(crate) struct KeptBody {
     pub(crate) version: String,
     pub(crate) handler: BoxedHandler<CallToolResult>,
     /// Its own `outputSchema`, what its results are checked against.
-    pub(crate) output: Option<Value>,
+    output: fn() -> Option<Value>,
+}
+
+impl KeptBody {
+    /// Its `outputSchema` (made each time: a kept body's call ends once).
+    pub(crate) fn output_schema(&self) -> Option<Value> {
+        (self.output)()
+    }
 }
 
 /// Which body runs a round of a tool's call ([`Tool::body_for`]).
@@ -80,30 +129,27 @@ impl Tool {
         H: Handler<A, O>,
     {
         let handler = boxed_map(handler, O::into_tool_result);
-        Self::from_parts(name, object_schema::<A>(), O::output_schema(), handler)
+        Self::from_parts(name, object_schema::<A>, O::output_schema, handler)
     }
 
     /// [`Tool::new`]'s work that does not depend on its types: built once,
     /// not once per tool.
     fn from_parts(
         name: &str,
-        mut input: Value,
-        output: Option<Value>,
+        input: fn() -> Value,
+        output: fn() -> Option<Value>,
         handler: BoxedHandler<CallToolResult>,
     ) -> Self {
         let mut meta = Map::new();
         meta.insert("name".into(), json!(name));
-        if let Some(Value::String(d)) = input.as_object_mut().and_then(|m| m.remove("description"))
-        {
-            meta.insert("description".into(), json!(d));
-        }
-        meta.insert("inputSchema".into(), input);
-        if let Some(output) = output {
-            meta.insert("outputSchema".into(), output);
-        }
         Self {
             name: name.to_string(),
             meta,
+            schemas: Schemas {
+                input,
+                output,
+                made: OnceCell::new(),
+            },
             handler,
             durable: false,
             task: None,
@@ -149,7 +195,7 @@ impl Tool {
         self.kept.push(KeptBody {
             version: version.into(),
             handler: boxed_map(handler, O::into_tool_result),
-            output: O::output_schema(),
+            output: O::output_schema,
         });
         self
     }
@@ -346,6 +392,34 @@ impl Tool {
 
     /// Its `tools/list` entry.
     pub fn listing(&self) -> Value {
-        Value::Object(self.meta.clone())
+        let made = self.schemas.made();
+        let mut listing = self.meta.clone();
+        let derived = [
+            ("description", made.description.as_ref()),
+            ("inputSchema", Some(&made.input)),
+            ("outputSchema", made.output.as_ref()),
+        ];
+        for (key, value) in derived {
+            if let (false, Some(v)) = (listing.contains_key(key), value) {
+                listing.insert(key.into(), v.clone());
+            }
+        }
+        Value::Object(listing)
+    }
+
+    /// Its `inputSchema`.
+    pub(crate) fn input_schema_json(&self) -> &Value {
+        match self.meta.get("inputSchema") {
+            Some(set) => set,
+            None => &self.schemas.made().input,
+        }
+    }
+
+    /// Its `outputSchema`, if it declares one.
+    pub(crate) fn output_schema_json(&self) -> Option<&Value> {
+        match self.meta.get("outputSchema") {
+            Some(set) => Some(set),
+            None => self.schemas.made().output.as_ref(),
+        }
     }
 }

@@ -163,9 +163,8 @@ fn check_param_headers(
         return Ok(());
     };
     let Some(props) = tool
-        .meta
-        .get("inputSchema")
-        .and_then(|s| s.get("properties"))
+        .input_schema_json()
+        .get("properties")
         .and_then(Value::as_object)
     else {
         return Ok(());

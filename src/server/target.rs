@@ -2,6 +2,8 @@
 //! once: the registry's state, the scopes and code version a tool's round
 //! carries, its result checked.
 
+use std::borrow::Cow;
+
 use serde_json::{json, Value};
 
 use super::Server;
@@ -109,7 +111,7 @@ async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> 
             let cx = cx.with_code(current, &t.patches);
             (
                 engine::run(&*t.handler, cx, args).await,
-                t.meta.get("outputSchema"),
+                t.output_schema_json().map(Cow::Borrowed),
             )
         }
         Body::Kept(k) => {
@@ -118,16 +120,16 @@ async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> 
                 .with_upgrade_to(current);
             let (run, moved) = engine::run_moving(&*k.handler, &*t.handler, cx, args).await;
             let declared = if moved {
-                t.meta.get("outputSchema")
+                t.output_schema_json().map(Cow::Borrowed)
             } else {
-                k.output.as_ref()
+                k.output_schema().map(Cow::Owned)
             };
             (run, declared)
         }
         Body::Missing(v) => return failed(version_gone(&t.name, v)),
     };
     let outcome = match run.outcome {
-        Outcome::Complete(r) => match checked(server, declared, &r) {
+        Outcome::Complete(r) => match checked(server, declared.as_deref(), &r) {
             Ok(()) => Outcome::Complete(r.into_json()),
             Err(why) => Outcome::ToolFailed(why),
         },
@@ -195,8 +197,8 @@ fn chain_refused(server: &Server, r: &CallToolResult) -> Option<String> {
         ));
     };
     let args = if args.is_null() { &json!({}) } else { args };
-    let schema = next.meta.get("inputSchema").cloned().unwrap_or(Value::Null);
-    crate::schema::check(args, &schema).err().map(|why| {
+    let schema = next.input_schema_json();
+    crate::schema::check(args, schema).err().map(|why| {
         format!("the tool asked for {name:?} to be called next with arguments its input schema refuses: {why}")
     })
 }
