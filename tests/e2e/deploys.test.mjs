@@ -5,7 +5,7 @@
 // into one shared target directory (v2 compiles only its own crate), and
 // served by `wrangler dev` (or plain `workerd serve`, the twin
 // deploys.workerd.test.mjs) on one --persist-to directory with fixed
-// STATE_KEYS:
+// STATE_KEYS (tests/e2e/user-crate.mjs, shared with pinning.test.mjs):
 //
 // 1. v1 pauses a call per case on every wire — 2026-07-28 MRTR (stateless:
 //    no `once`), durable MRTR, tools/callSaga + tools/resumeSaga, the
@@ -35,158 +35,37 @@
 //    the removed tool's calls too, whichever question they paused at.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { appendFileSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { homedir, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
-import { freshPersistDir } from './wrangler.mjs';
-import { startServer, VIA } from './server.mjs';
-import { postPlain, startWebhook } from './webhook.mjs';
-import { modernMeta, send } from './modern.mjs';
-import { parseSse, SseReader, TIMEOUT } from './sse.mjs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { VIA } from './server.mjs';
+import {
+  answersErrors, buildUserCrate, BUILD_ENV, Call, CALL_ID, capture, hasOnce, ROOT, run, runToEnd, show, sleep,
+  Stage, stuck, toolNames, toolOn, WIRES,
+} from './user-crate.mjs';
 
-const ROOT = resolve(import.meta.dirname, '../..');
 const SOURCES = join(import.meta.dirname, 'deploys');
 const EXPORT = join(ROOT, 'scripts/export-paused.mjs');
-// The durable-mcp the user's crate depends on: this checkout, or
-// DEPLOYS_DURABLE_MCP (another checkout, say a snapshot of a commit while
-// this working tree is being edited).
-const DURABLE_MCP = resolve(process.env.DEPLOYS_DURABLE_MCP ?? ROOT);
-// One target directory with the repository's builds (the fixtures worker
-// and the quickstart compile the same dependencies for wasm32): each
-// version compiles only its own crate.
-const TARGET = process.env.CARGO_TARGET_DIR ?? join(ROOT, 'target');
-const WASM_OPT = join(ROOT, 'node_modules/binaryen/bin/wasm-opt');
-const WASM_BINDGEN = join(homedir(), '.cargo/bin/wasm-bindgen');
-const BUILD_ENV = {
-  ...process.env,
-  // worker-build, where `cargo install` puts it (scripts/lib.sh does the same).
-  PATH: `${join(homedir(), '.cargo/bin')}:${process.env.PATH}`,
-  CARGO_TARGET_DIR: TARGET,
-  ...(!process.env.WASM_OPT_BIN && existsSync(WASM_OPT) ? { WASM_OPT_BIN: WASM_OPT } : {}),
-  ...(!process.env.WASM_BINDGEN_BIN && existsSync(WASM_BINDGEN) ? { WASM_BINDGEN_BIN: WASM_BINDGEN } : {}),
-};
 // The same on every server of this run: v2 must open what v1 sealed.
 const STATE_KEYS = 'deploys:deploys-e2e-state-key-0123456789abcdef';
 // How often a task the code cannot replay is tried again (default 60).
 const PARKED_RETRY_SECONDS = 3;
-const TASKS = 'io.modelcontextprotocol/tasks';
-const MRTR_CAPS = { elicitation: { form: {} }, sampling: {} };
-const TASK_CAPS = { ...MRTR_CAPS, extensions: { [TASKS]: {} } };
-const SESSION = '2025-11-25';
-/** The session call's JSON-RPC id. */
-const CALL_ID = 5;
-/** No request may hang a test. */
-const REQUEST_MS = 20_000;
-/** A session GET that sends nothing new for this long is closed: nothing came. */
-const IDLE_MS = 2500;
 
 /** How long v1's sleepers wait (`WAIT` in deploys/deploy.rs). */
 const WAIT_MS = 15_000;
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 // ---------------------------------------------------------------------------
 // The user's worker, v1 and v2, built outside the repository
 // ---------------------------------------------------------------------------
 
-const temps = [];
-
-/** Cargo.toml of the user's crate: durable-mcp from this checkout. */
-function cargoToml(name) {
-  return `[package]
-name = "${name}"
-version = "0.1.0"
-edition = "2021"
-publish = false
-
-[lib]
-crate-type = ["cdylib", "rlib"]
-
-[dependencies]
-durable-mcp = { path = ${JSON.stringify(DURABLE_MCP)} }
-serde = { version = "1", features = ["derive"] }
-serde_json = "1"
-schemars = "1"
-
-[target.'cfg(target_arch = "wasm32")'.dependencies]
-worker = "0.8.7"
-
-[profile.release]
-opt-level = "z"
-lto = true
-codegen-units = 1
-strip = true
-
-[profile.release.package.sha2]
-opt-level = 3
-
-[workspace]
-`;
-}
-
-// One worker name for both versions: wrangler dev keeps a worker's objects
-// under its name, and a deploy keeps the name.
-const WRANGLER_TOML = `name = "deploys"
-main = "build/worker/shim.mjs"
-compatibility_date = "2026-04-20"
-
-[build]
-command = "worker-build --release --no-opt"
-
-[[durable_objects.bindings]]
-name = "MCP_OBJECTS"
-class_name = "McpObject"
-
-[[migrations]]
-tag = "v1"
-new_sqlite_classes = ["McpObject"]
-`;
-
-/** Runs `cmd` in `cwd`; resolves with its output, rejects when it fails. */
-function run(cmd, args, cwd, timeoutMs) {
-  return new Promise((ok, fail) => {
-    const child = spawn(cmd, args, { cwd, env: BUILD_ENV, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    child.stdout.on('data', (c) => { out += c; });
-    child.stderr.on('data', (c) => { out += c; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      if (code === 0) ok(out);
-      else fail(new Error(`${cmd} ${args.join(' ')} in ${cwd} exited ${code}:\n${out.slice(-6000)}`));
-    });
-  });
-}
-
 /** Writes version `v` of the crate into a fresh directory outside the repository and builds it. */
 async function build(v) {
   const parent = mkdtempSync(join(tmpdir(), 'durable-mcp-deploys-'));
-  temps.push(parent);
-  const dir = join(parent, v);
-  mkdirSync(join(dir, 'src'), { recursive: true });
-  // Named per version and per twin: the crates share a target directory.
-  writeFileSync(join(dir, 'Cargo.toml'), cargoToml(`deploys-${VIA}-${v}`));
-  writeFileSync(join(dir, 'wrangler.toml'), WRANGLER_TOML);
-  copyFileSync(join(SOURCES, v, 'src/lib.rs'), join(dir, 'src/lib.rs'));
-  copyFileSync(join(SOURCES, 'deploy.rs'), join(dir, 'src/deploy.rs'));
-  // The versions this checkout was tested with (and compiled already).
-  copyFileSync(join(DURABLE_MCP, 'Cargo.lock'), join(dir, 'Cargo.lock'));
-  await run('worker-build', ['--release', '--no-opt'], dir, 15 * 60_000);
-  assert.ok(existsSync(join(dir, 'build/worker/shim.mjs')), `${v} built`);
-  return dir;
-}
-
-/** Runs `cmd`; resolves with its exit code, stdout and stderr apart. */
-function capture(cmd, args, cwd, env, timeoutMs) {
-  return new Promise((ok) => {
-    const child = spawn(cmd, args, { cwd, env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c) => { stdout += c; });
-    child.stderr.on('data', (c) => { stderr += c; });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('close', (code) => { clearTimeout(timer); ok({ code, stdout, stderr }); });
+  stage.temps.push(parent);
+  return buildUserCrate({
+    // Named per version and per twin: the crates share a target directory.
+    crate: `deploys-${VIA}-${v}`, worker: 'deploys', parent, dirName: v,
+    files: { 'src/lib.rs': join(SOURCES, v, 'src/lib.rs'), 'src/deploy.rs': join(SOURCES, 'deploy.rs') },
   });
 }
 
@@ -313,15 +192,17 @@ function verdictText(v) {
 // The calls: a case per tool, paused on every wire
 // ---------------------------------------------------------------------------
 
-const WIRES = ['mrtr', 'durable', 'saga', 'sketch', 'session', 'task'];
-/** The tool a wire calls: stateless MRTR cannot `once`, a task is a task. */
-const toolOn = (tool, wire) => (wire === 'mrtr' ? `${tool}_plain` : wire === 'task' ? `${tool}_task` : tool);
-const hasOnce = (wire) => wire !== 'mrtr';
 /** The tickets v1 opened before it paused `call`: only the early variants open theirs before the sampling, after the form. */
 const EARLY = ['control_early', 'ask_key_renamed', 'once_key_renamed', 'once_type_changed', 'tool_removed'];
 const ticketsInV1 = (call) => (hasOnce(call.wire) && EARLY.includes(call.case.tool) && call.case.pause !== 'form' ? 1 : 0);
-/** Request/response wires answer a divergence; a session call and a task stay open. */
-const answersErrors = (wire) => wire !== 'session' && wire !== 'task';
+
+/** A case's call: `<case>-<pause>-<wire>` its service, its tickets at `/t/<service>`. */
+class DeployCall extends Call {
+  constructor(wire, c) {
+    super(wire, toolOn(c.tool, wire), `${c.tool}-${c.pause}-${wire}`.replaceAll('_', '-'));
+    this.case = c;
+  }
+}
 
 /**
  * What each case pauses and expects. `continues`: to v1's result (staging);
@@ -368,307 +249,6 @@ function respond(asks, target) {
   return out;
 }
 
-const asks = (m = {}) => ({ kind: 'asks', asks: m });
-const textOf = (result) => result?.content?.[0]?.text ?? `(no text) ${JSON.stringify(result)}`;
-const show = (x) => JSON.stringify(x).slice(0, 1500);
-
-/**
- * A client of one wire driving one call. Steps: {kind: 'asks', asks} (what
- * the call waits for; none: it paused without asking, or works), {kind:
- * 'done', text}, {kind: 'failed', status, error}, {kind: 'stuck', evidence}.
- */
-class Call {
-  constructor(wire, c) {
-    this.wire = wire;
-    this.case = c;
-    this.tool = toolOn(c.tool, wire);
-    this.service = `${c.tool}-${c.pause}-${wire}`.replaceAll('_', '-');
-    this.path = `/t/${this.service}`;
-    this.target = 'staging';
-    this.url = null;
-    this.state = null; // MRTR and sketch: the latest requestState
-    this.token = null; // saga: the latest token
-    this.steps = {}; // saga: every completed step
-    this.sid = null; // session
-    this.lastEventId = null;
-    this.ids = {};
-    this.taskId = null;
-    this.lastTask = null;
-    this.last = null; // the last request, to send again
-    this.lastAnswers = null; // session: the last answers posted
-    this.asked = []; // every key asked, in order
-    this.notes = []; // session: messages and refusals; task: every tasks/get
-    this.pending = null; // after v1: what the client sends next
-    this.paused = false;
-  }
-
-  get args() {
-    return { service: this.service };
-  }
-
-  note(step) {
-    if (step.kind === 'asks') this.asked.push(...Object.keys(step.asks));
-    return step;
-  }
-
-  async start() {
-    switch (this.wire) {
-      case 'mrtr':
-      case 'durable':
-        return this.note(await this.mrtr({}));
-      case 'saga':
-        return this.note(this.readSaga(await postPlain(this.url, { jsonrpc: '2.0', id: 1, method: 'tools/callSaga',
-          params: { name: this.tool, arguments: this.args } })));
-      case 'sketch':
-        return this.note(this.readSketch(await postPlain(this.url, { jsonrpc: '2.0', id: 1, method: 'tools/call',
-          params: { name: this.tool, arguments: this.args }, dependent_responses: {} })));
-      case 'session': {
-        const init = await this.sessionPost({ jsonrpc: '2.0', id: 0, method: 'initialize', params: {
-          protocolVersion: SESSION, capabilities: { elicitation: {}, sampling: {} },
-          clientInfo: { name: 'deploys-e2e', version: '1' } } }, false);
-        assert.equal(init.status, 200, init.text);
-        this.sid = init.sessionId;
-        assert.ok(this.sid, 'a session id');
-        const n = await this.sessionPost({ jsonrpc: '2.0', method: 'notifications/initialized' });
-        assert.equal(n.status, 202, n.text);
-        const r = await this.sessionPost({ jsonrpc: '2.0', id: CALL_ID, method: 'tools/call',
-          params: { name: this.tool, arguments: this.args } });
-        if (!r.events) return { kind: 'failed', status: r.status, error: r.json?.error ?? r.text };
-        return this.note(this.readSession(r.events));
-      }
-      case 'task': {
-        const r = await send(this.url, 'tools/call', { name: this.tool, arguments: this.args, _meta: modernMeta(TASK_CAPS) });
-        if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-        assert.equal(r.json?.result?.resultType, 'task', r.text);
-        this.taskId = r.json.result.taskId;
-        return this.note(await this.pollTask(movedOn, 30_000));
-      }
-      default:
-        throw new Error(this.wire);
-    }
-  }
-
-  /**
-   * Answers what the call asked; with no answers, comes back to it (a retry
-   * after a pause that asked nothing, a GET on the session's stream, a task
-   * polled until it moves).
-   */
-  async send(answers) {
-    const empty = Object.keys(answers).length === 0;
-    switch (this.wire) {
-      case 'mrtr':
-      case 'durable': {
-        const extra = { requestState: this.state };
-        if (!empty) extra.inputResponses = answers;
-        return this.note(await this.mrtr(extra));
-      }
-      case 'saga': {
-        Object.assign(this.steps, answers);
-        const completedSteps = Object.entries(this.steps).map(([stepId, result]) => ({ stepId, result }));
-        this.last = { jsonrpc: '2.0', id: 2, method: 'tools/resumeSaga', params: { sagaToken: this.token, completedSteps } };
-        return this.note(this.readSaga(await postPlain(this.url, this.last)));
-      }
-      case 'sketch': {
-        const deps = Object.fromEntries(Object.entries(answers).map(([k, v]) => [k, { result: v }]));
-        this.last = { jsonrpc: '2.0', id: 2, method: 'tools/call', params: { name: this.tool, arguments: this.args },
-          requestState: this.state, dependent_responses: deps };
-        return this.note(this.readSketch(await postPlain(this.url, this.last)));
-      }
-      case 'session':
-        if (!empty) await this.postAnswers(answers);
-        return this.note(await this.sessionGet());
-      case 'task':
-        if (empty) return this.note(await this.pollTask(settled, 45_000));
-        {
-          const r = await this.taskMethod('tasks/update', { inputResponses: answers });
-          if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-          assert.deepEqual(r.json?.result, { resultType: 'complete' }, r.text);
-        }
-        return this.note(await this.pollTask(movedOn, 30_000));
-      default:
-        throw new Error(this.wire);
-    }
-  }
-
-  /** The last request again, as it was (a session: back on its stream; a task: its alarm). */
-  async resend() {
-    switch (this.wire) {
-      case 'mrtr':
-      case 'durable':
-        return this.note(await this.mrtr(this.last, true));
-      case 'saga':
-        return this.note(this.readSaga(await postPlain(this.url, this.last)));
-      case 'sketch':
-        return this.note(this.readSketch(await postPlain(this.url, this.last)));
-      case 'session':
-        return this.note(await this.sessionGet());
-      case 'task':
-        // A stuck task stays stuck until its alarm tries it again.
-        return this.note(await this.pollTask((t) => t.status !== 'working', 45_000));
-      default:
-        throw new Error(this.wire);
-    }
-  }
-
-  // --- 2026-07-28 MRTR -----------------------------------------------------
-
-  async mrtr(extra, again = false) {
-    if (!again) this.last = extra;
-    const r = await send(this.url, 'tools/call', { name: this.tool, arguments: this.args, ...extra, _meta: modernMeta(MRTR_CAPS) });
-    if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-    const res = r.json?.result;
-    if (res?.resultType === 'input_required') {
-      this.state = res.requestState;
-      return asks(res.inputRequests ?? {});
-    }
-    if (res?.resultType === 'complete') return { kind: 'done', text: textOf(res) };
-    throw new Error(`an MRTR reply neither paused nor complete: ${r.status} ${r.text}`);
-  }
-
-  // --- seed 000: the saga methods ------------------------------------------
-
-  readSaga(r) {
-    if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-    const res = r.json?.result;
-    assert.ok(res, `${r.status} ${r.text}`);
-    if (res.state === 'suspended') {
-      this.token = res.sagaToken;
-      const METHOD = { elicitation: 'elicitation/create', sampling: 'sampling/createMessage', roots: 'roots/list' };
-      return asks(Object.fromEntries((res.steps ?? []).map((s) => [s.stepId, { method: METHOD[s.type], params: s.params }])));
-    }
-    return { kind: 'done', text: textOf(res) };
-  }
-
-  // --- seed 002: the streamless sketch -------------------------------------
-
-  readSketch(r) {
-    if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-    if (r.json?.dependent_requests) {
-      this.state = r.json.requestState;
-      return asks(r.json.dependent_requests);
-    }
-    assert.ok(r.json?.result, `${r.status} ${r.text}`);
-    return { kind: 'done', text: textOf(r.json.result) };
-  }
-
-  // --- 2025-11-25 sessions -------------------------------------------------
-
-  sessionHeaders() {
-    const h = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    if (this.sid) Object.assign(h, { 'mcp-session-id': this.sid, 'mcp-protocol-version': SESSION });
-    return h;
-  }
-
-  /** A POST read to its end (polling mode closes a call's stream after each request). */
-  async sessionPost(body, withSession = true) {
-    const headers = withSession ? this.sessionHeaders() : { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const r = await fetch(this.url, { method: 'POST', headers, body: JSON.stringify(body), signal: AbortSignal.timeout(REQUEST_MS) });
-    const text = await r.text();
-    const out = { status: r.status, text, sessionId: r.headers.get('mcp-session-id') };
-    if ((r.headers.get('content-type') ?? '').startsWith('text/event-stream')) out.events = parseSse(text);
-    else if (text) out.json = JSON.parse(text);
-    return out;
-  }
-
-  /** POSTs the answers, as JSON-RPC responses to the requests that asked. */
-  async postAnswers(answers) {
-    this.lastAnswers = answers;
-    for (const [key, result] of Object.entries(answers)) {
-      const r = await this.sessionPost({ jsonrpc: '2.0', id: this.ids[key] ?? null, result });
-      if (r.status !== 202) this.notes.push({ answerRefused: r.status, reply: r.json ?? r.text });
-    }
-  }
-
-  /** Comes back to the call's stream (GET + Last-Event-ID) and reads what is new. */
-  async sessionGet() {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), REQUEST_MS);
-    try {
-      const r = await fetch(this.url, { method: 'GET', signal: controller.signal, headers: {
-        accept: 'text/event-stream', 'mcp-session-id': this.sid, 'mcp-protocol-version': SESSION,
-        'last-event-id': this.lastEventId } });
-      if (r.status !== 200) {
-        const text = await r.text();
-        this.notes.push({ getRefused: r.status, reply: text });
-        let error = text;
-        try { error = JSON.parse(text).error ?? text; } catch { /* not JSON */ }
-        return { kind: 'failed', status: r.status, error };
-      }
-      const reader = new SseReader(r, controller);
-      const events = [];
-      try {
-        for (;;) {
-          const ev = await reader.next({ timeoutMs: IDLE_MS });
-          if (ev === TIMEOUT || ev === null) break;
-          events.push(ev);
-        }
-      } finally {
-        await reader.close();
-      }
-      return this.readSession(events);
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  readSession(events) {
-    const found = {};
-    let end = null;
-    for (const ev of events) {
-      if (ev.id) this.lastEventId = ev.id;
-      const m = ev.message;
-      if (!m) continue;
-      this.notes.push(m);
-      if (m.method && typeof m.id === 'string') {
-        // Our requests' ids are `<stream>/<round>/<key>`.
-        const key = m.id.split('/').slice(2).join('/');
-        this.ids[key] = m.id;
-        found[key] = { method: m.method, params: m.params };
-      } else if (m.id === CALL_ID) {
-        end = m.error ? { kind: 'failed', status: 200, error: m.error } : { kind: 'done', text: textOf(m.result) };
-      }
-    }
-    return end ?? asks(found);
-  }
-
-  // --- tasks ---------------------------------------------------------------
-
-  taskMethod(method, params = {}) {
-    return send(this.url, method, { taskId: this.taskId, ...params, _meta: modernMeta(TASK_CAPS) },
-      { headers: { 'mcp-name': this.taskId } });
-  }
-
-  /** Polls tasks/get until `done(task)` or `deadlineMs` pass; the step it shows. */
-  async pollTask(done, deadlineMs) {
-    const deadline = Date.now() + deadlineMs;
-    for (;;) {
-      const r = await this.taskMethod('tasks/get');
-      assert.ok(r.status < 500, `tasks/get answered ${r.status}: ${r.text}`);
-      if (r.json?.error) return { kind: 'failed', status: r.status, error: r.json.error };
-      const t = r.json.result;
-      this.notes.push(t);
-      this.lastTask = t;
-      if (done(t) || Date.now() > deadline) break;
-      await sleep(Math.min(t.pollIntervalMs ?? 500, 500));
-    }
-    const t = this.lastTask;
-    if (t.status === 'completed') return { kind: 'done', text: textOf(t.result) };
-    if (t.status === 'failed' || t.status === 'cancelled') return { kind: 'failed', status: 200, error: t.error ?? t };
-    if (t.status === 'input_required') return asks(t.inputRequests ?? {});
-    return asks({});
-  }
-
-  /** What the client saw of a call that does not move. */
-  evidence() {
-    return this.wire === 'task' ? this.lastTask : this.notes;
-  }
-}
-
-const stuck = (t) => /^Stuck:/.test(t.statusMessage ?? '');
-/** A task answered or started: until it asks, ends, sleeps or is stuck. */
-const movedOn = (t) => t.status !== 'working' || stuck(t) || /^waiting/.test(t.statusMessage ?? '');
-/** A task come back to: until it asks, ends or is stuck. */
-const settled = (t) => t.status !== 'working' || stuck(t);
 
 /**
  * Starts the call and answers until it pauses at its case's point; keeps
@@ -704,28 +284,8 @@ async function pauseAt(call) {
   assert.fail(`v1 never paused ${call.tool} on ${call.wire} at the ${pause}`);
 }
 
-/**
- * Carries the call on from `step`, answering what it asks, until it ends or
- * stays where it is (three comebacks with nothing new, or only questions
- * already answered).
- */
-async function runToEnd(call, step) {
-  const answered = new Set();
-  let idle = 0;
-  for (let i = 0; i < 16; i++) {
-    if (step.kind !== 'asks') return step;
-    const fresh = Object.entries(step.asks).filter(([k, r]) => !answered.has(`${k} ${JSON.stringify(r)}`));
-    if (fresh.length > 0) {
-      idle = 0;
-      for (const [k, r] of Object.entries(step.asks)) answered.add(`${k} ${JSON.stringify(r)}`);
-      step = await call.send(respond(step.asks, call.target));
-    } else {
-      if (++idle >= 3) return { kind: 'stuck', evidence: call.evidence() };
-      step = await call.send({});
-    }
-  }
-  return { kind: 'stuck', evidence: call.evidence() };
-}
+/** runToEnd's answers: the user's target of the moment (see respond). */
+const answer = (m, call) => respond(m, call.target);
 
 function expectedText(call, target = 'staging') {
   return `Deployed ${call.service} to ${target} (ticket ${hasOnce(call.wire) ? 'T-1' : 'LOCAL'}).`;
@@ -788,7 +348,7 @@ const calls = [];
 for (const wire of WIRES) {
   for (const c of CASES) {
     if (c.once && !hasOnce(wire)) continue;
-    calls.push(new Call(wire, c));
+    calls.push(new DeployCall(wire, c));
   }
 }
 /** DEPLOYS_TRACE=<file>: what each client saw after the deploy and the rollback, as JSON lines. */
@@ -802,43 +362,23 @@ const label = (call) => `${call.case.tool} paused at the ${call.case.pause}, on 
 const sleepers = (wire) => calls.filter((c) => c.wire === wire && c.case.pause === 'sleep');
 const others = (wire) => calls.filter((c) => c.wire === wire && c.case.pause !== 'sleep');
 
-/** Every server and the webhook, so after() stops what is left. */
-const running = new Set();
-let hook;
 let v1Dir;
 let v2Dir;
 /** How long compiling v2's native check took (in before()). */
 let checkBuildMs;
-const persistTo = freshPersistDir();
-temps.push(persistTo);
+/** v2 opens what v1 sealed; a task the code cannot replay is tried again every PARKED_RETRY_SECONDS (default 60). */
+const stage = new Stage({ stateKeys: STATE_KEYS, vars: { PARKED_RETRY_SECONDS: String(PARKED_RETRY_SECONDS) } });
+stage.calls.push(...calls);
+const persistTo = stage.persistTo;
+/** The webhook counting each call's tickets (started in before()). */
+let hook;
+const serve = (dir) => stage.serve(dir);
 
-async function serve(dir) {
-  const s = await startServer({
-    prebuilt: dir, persistTo,
-    vars: { STATE_KEYS, TICKET_WEBHOOK: hook.url('/t'), PARKED_RETRY_SECONDS: String(PARKED_RETRY_SECONDS) },
-  });
-  running.add(s);
-  for (const call of calls) call.url = s.url;
-  return { ...s, async stop() { running.delete(s); await s.stop(); } };
-}
-
-async function toolNames(url) {
-  const r = await send(url, 'tools/list', {});
-  assert.equal(r.status, 200, r.text);
-  return r.json.result.tools.map((t) => t.name);
-}
-
-after(async () => {
-  for (const s of [...running]) await s.stop();
-  await hook?.stop();
-  // DEPLOYS_KEEP=1 keeps the crates, the storage and the servers' logs.
-  if (process.env.DEPLOYS_KEEP === '1') console.log(`kept: ${temps.join(' ')}`);
-  else for (const t of temps) rmSync(t, { recursive: true, force: true });
-});
+after(() => stage.cleanup());
 
 describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 60_000 }, () => {
   before(async () => {
-    hook = await startWebhook();
+    hook = await stage.startWebhook();
     v1Dir = await build('v1');
     v2Dir = await build('v2');
     checkBuildMs = await prepareCheck(v2Dir, 'v2');
@@ -945,7 +485,7 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
         call.notes = [];
         const mark = call.asked.length;
         const first = await call.send(call.pending);
-        const end = await runToEnd(call, first);
+        const end = await runToEnd(call, first, answer);
         call.v2 = end;
         call.observed = observe(call, end, mark);
         trace(call, 'v2', end);
@@ -1005,7 +545,7 @@ describe(`a deploy that changes a paused call's code (${VIA})`, { timeout: 20 * 
         } else {
           again = await call.resend();
         }
-        const end = await runToEnd(call, again);
+        const end = await runToEnd(call, again, answer);
         trace(call, 'rollback', end);
         assertDone(end, expectedText(call), call);
         assert.equal(hook.count(call.path), hasOnce(call.wire) ? 1 : 0, `${label(call)}: tickets opened`);

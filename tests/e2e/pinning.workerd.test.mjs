@@ -1,0 +1,3 @@
+// pinning.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './pinning.test.mjs';
