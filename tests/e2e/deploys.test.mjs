@@ -35,17 +35,17 @@
 //    the removed tool's calls too, whichever question they paused at.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VIA } from './server.mjs';
 import {
-  answersErrors, buildUserCrate, BUILD_ENV, Call, CALL_ID, capture, hasOnce, ROOT, run, runToEnd, show, sleep,
+  answersErrors, buildUserCrate, Call, CALL_ID, exportPausedCalls, hasOnce, prepareReplayCheck, runCheck, runToEnd,
+  show, sleep,
   Stage, stuck, toolNames, toolOn, WIRES,
 } from './user-crate.mjs';
 
 const SOURCES = join(import.meta.dirname, 'deploys');
-const EXPORT = join(ROOT, 'scripts/export-paused.mjs');
 // The same on every server of this run: v2 must open what v1 sealed.
 const STATE_KEYS = 'deploys:deploys-e2e-state-key-0123456789abcdef';
 // How often a task the code cannot replay is tried again (default 60).
@@ -73,41 +73,10 @@ async function build(v) {
 // The replay check: v1's paused calls, exported, replayed against v2's code
 // ---------------------------------------------------------------------------
 
-/**
- * Puts the native replay check into v2's crate (deploys/deploy_check.rs as
- * its tests/deploy_check.rs, as `durable-mcp new` scaffolds one) and
- * compiles it, natively, in the shared target directory: the check itself
- * then runs between v1's stop and v2's start without building anything.
- * Resolves with how long the build took.
- */
-async function prepareCheck(dir, v) {
-  const crate = `deploys_${VIA}_${v}`;
-  mkdirSync(join(dir, 'tests'), { recursive: true });
-  writeFileSync(join(dir, 'tests/deploy_check.rs'),
-    readFileSync(join(SOURCES, 'deploy_check.rs'), 'utf8').replaceAll('{{crate_ident}}', crate));
-  const t0 = Date.now();
-  await run('cargo', ['test', '--test', 'deploy_check', '--no-run'], dir, 15 * 60_000);
-  return Date.now() - t0;
-}
-
+/** Puts the native replay check into v2's crate, compiled (see user-crate.mjs). */
+const prepareCheck = (dir, v) => prepareReplayCheck(dir, `deploys_${VIA}_${v}`, join(SOURCES, 'deploy_check.rs'));
 /** scripts/export-paused.mjs on the stopped server's storage: the paused calls it wrote to `out`. */
-async function exportPaused(out) {
-  const r = await capture(process.execPath, [EXPORT, persistTo, '--out', out], ROOT, process.env, 60_000);
-  assert.equal(r.code, 0, `export-paused exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
-  return { calls: JSON.parse(readFileSync(out, 'utf8')), summary: r.stderr.trim() };
-}
-
-/** v2's check on the exported calls: its table, and a report per call (`deploy-check-json` lines). */
-async function runCheck(dir, file) {
-  const r = await capture('cargo', ['test', '--test', 'deploy_check', '--', '--nocapture'], dir,
-    { ...BUILD_ENV, DEPLOY_CHECK: file }, 10 * 60_000);
-  assert.equal(r.code, 0, `the check failed (${r.code}):\n${r.stdout.slice(-6000)}\n${r.stderr.slice(-6000)}`);
-  const lines = r.stdout.split('\n');
-  const reports = lines.filter((l) => l.startsWith('deploy-check-json ')).map((l) => JSON.parse(l.slice('deploy-check-json '.length)));
-  const table = lines.filter((l) => !l.startsWith('deploy-check-json ') && !/^(running \d|test |$)/.test(l)
-    && !/^test result/.test(l)).join('\n');
-  return { reports, table };
-}
+const exportPaused = (out) => exportPausedCalls(persistTo, out);
 
 /** Where the export keeps a call of this wire (scripts/export-paused.mjs's ids). */
 const keptAs = (wire) => (wire === 'session' ? 'session:' : wire === 'task' ? 'task:' : 'durable:');

@@ -36,15 +36,25 @@
 // 4. Rolled back to v2, the same request (a session: its stream resumed; a
 //    task: its alarm, retried every PARKED_RETRY_SECONDS) continues each
 //    parked call to v1's result, its ticket opened once.
+// Throughout, the operator's count (`durable-mcp admin <url> tools versions
+// --json`, the CLI on the admin API) matches the calls the test holds, per
+// tool and version (stateless MRTR calls are the client's, not counted),
+// and says which version each deploy runs as current, keeps, or lacks; and
+// before v3 serves, the deploy check (v2's storage exported, v3's crate
+// replaying it natively) names each call v1 still holds as one that parks
+// on version "1", and each call v2 paused as one that continues.
 // The same tool as an `upgrade` tool (the default) is deploys.test.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFileSync, mkdtempSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { VIA } from './server.mjs';
+import { CLI } from './cli.mjs';
 import {
-  answersErrors, buildUserCrate, Call, CALL_ID, hasOnce, runToEnd, show, Stage, toolNames, toolOn, WIRES,
+  answersErrors, buildUserCrate, Call, CALL_ID, exportPausedCalls, hasOnce, prepareReplayCheck, runCheck, runToEnd,
+  show, Stage, toolNames, toolOn, WIRES,
 } from './user-crate.mjs';
 
 const SOURCES = join(import.meta.dirname, 'pinning');
@@ -52,6 +62,10 @@ const SOURCES = join(import.meta.dirname, 'pinning');
 const STATE_KEYS = 'pinning:pinning-e2e-state-key-0123456789abcdef';
 // How often a parked task is tried again (default 60).
 const PARKED_RETRY_SECONDS = 3;
+// The operator's token (ADMIN_TOKENS), for the CLI's counts.
+const ADMIN_TOKEN = 'pinning-e2e-admin-token-0123456789';
+// The deploy check the user's crate carries (as `durable-mcp new` scaffolds one).
+const CHECK_SOURCE = join(import.meta.dirname, 'deploys', 'deploy_check.rs');
 
 const t0 = Date.now();
 const elapsed = () => `${((Date.now() - t0) / 1000).toFixed(1)} s`;
@@ -150,8 +164,12 @@ const v1Result = (call) => `v1 deployed ${call.service} to staging (ticket ${eff
 const v2Result = (call) => `v2 rolled ${call.service} out in the tonight window (risk low, on-call page ${effectId(call)}).`;
 const movedResult = (call) => `v2 rolled ${call.service} out to staging (risk low, on-call page ${effectId(call)}).`;
 
-/** Starts the call and answers until it asks `call.pause`; keeps the answers the client sends next. */
-async function pauseAt(call) {
+/**
+ * Starts the call on `version` and answers until it asks `call.pause`;
+ * keeps the answers the client sends next.
+ */
+async function pauseAt(call, version) {
+  call.version = version;
   let step = await call.start();
   for (let i = 0; i < 10; i++) {
     assert.equal(step.kind, 'asks', `${label(call)}: did not pause at ${call.pause}: ${show(step)}`);
@@ -176,7 +194,64 @@ async function goOn(call, phase) {
   assert.ok(call.paused, `${label(call)}: paused before`);
   call.notes = [];
   const first = await call.send(call.pending);
-  return trace(call, phase, await runToEnd(call, first, respond));
+  return ended(call, trace(call, phase, await runToEnd(call, first, respond)));
+}
+
+/** Notes that the call finished when `step` is its end. */
+function ended(call, step) {
+  if (step.kind === 'done') call.finished = true;
+  return step;
+}
+
+// ---------------------------------------------------------------------------
+// What an operator sees: the counts per version, the deploy check
+// ---------------------------------------------------------------------------
+
+/** `durable-mcp admin <url> tools versions --json`: each tool's versions, by version. */
+function toolVersions(url) {
+  assert.ok(existsSync(CLI), `no CLI at ${CLI}: cargo build -p durable-mcp-client`);
+  const r = spawnSync(CLI, ['admin', url, 'tools', 'versions', '--json'], {
+    encoding: 'utf8', timeout: 60_000,
+    env: { ...process.env, DURABLE_MCP_ADMIN_TOKEN: ADMIN_TOKEN, DURABLE_MCP_NO_BROWSER: '1' },
+  });
+  assert.equal(r.status, 0, `tools versions: ${r.stderr}${r.stdout}`);
+  const out = JSON.parse(r.stdout);
+  return Object.fromEntries(out.tools.map((t) => [t.tool, Object.fromEntries(t.versions.map((v) => [v.version, v]))]));
+}
+
+/** The calls the server keeps for the test (not stateless MRTR's), unfinished, by tool and version. */
+function heldCalls() {
+  const held = {};
+  for (const c of calls.filter((c) => c.wire !== 'mrtr' && c.paused && !c.finished)) {
+    held[c.tool] ??= {};
+    held[c.tool][c.version] = (held[c.tool][c.version] ?? 0) + 1;
+  }
+  return held;
+}
+
+/**
+ * The CLI's count matches the calls the test holds, per tool and version
+ * (waiting, working and parked together: a parked call is still held), and
+ * each version's standing is `standing`'s.
+ */
+function assertCounts(url, standing) {
+  const got = toolVersions(url);
+  const want = heldCalls();
+  const total = (row) => row.waiting + row.working + row.parked;
+  for (const [tool, versions] of Object.entries(want)) {
+    for (const [v, n] of Object.entries(versions)) {
+      const row = got[tool]?.[v];
+      assert.ok(row, `${tool} version ${v}: not listed: ${show(got[tool])}`);
+      assert.equal(total(row), n, `${tool} version ${v}: ${show(row)}`);
+      assert.equal(row.standing, standing[v], `${tool} version ${v}: ${show(row)}`);
+    }
+  }
+  for (const [tool, versions] of Object.entries(got)) {
+    for (const [v, row] of Object.entries(versions)) {
+      assert.equal(total(row), want[tool]?.[v] ?? 0, `${tool} version ${v} counts calls the test does not hold: ${show(row)}`);
+    }
+  }
+  return got;
 }
 
 /** PINNING_TRACE=<file>: how each call ended in each phase, what its client saw, as JSON lines. */
@@ -229,7 +304,10 @@ function assertParked(step, call) {
 // The run
 // ---------------------------------------------------------------------------
 
-const stage = new Stage({ stateKeys: STATE_KEYS, vars: { PARKED_RETRY_SECONDS: String(PARKED_RETRY_SECONDS) } });
+const stage = new Stage({
+  stateKeys: STATE_KEYS,
+  vars: { PARKED_RETRY_SECONDS: String(PARKED_RETRY_SECONDS), ADMIN_TOKENS: `ops:${ADMIN_TOKEN}` },
+});
 stage.calls.push(...calls);
 let hook;
 const dirs = {};
@@ -253,6 +331,8 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
       });
       console.log(`# ${v} built in ${((Date.now() - b0) / 1000).toFixed(1)} s`);
     }
+    const ms = await prepareReplayCheck(dirs.v3, `pinning_${VIA}_v3`, CHECK_SOURCE);
+    console.log(`# v3's deploy check built in ${(ms / 1000).toFixed(1)} s`);
   }, { timeout: 20 * 60_000 });
 
   describe('v1 pauses calls on every wire', () => {
@@ -268,7 +348,7 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
     for (const wire of WIRES) {
       test(`v1 pauses calls on ${wire} at the form and at the sampling (then holding its ticket)`, { timeout: 120_000 }, async () => {
         const mine = ['drain', 'parked', 'moving'].flatMap((g) => inGroup(g, wire));
-        await Promise.all(mine.map(pauseAt));
+        await Promise.all(mine.map((c) => pauseAt(c, '1')));
         for (const call of mine) {
           const ticket = hasOnce(call.wire) && call.tool === toolOn('deploy', wire) && call.pause === 'verdict' ? 1 : 0;
           assert.deepEqual(effects(call), [ticket, 0], `${label(call)}: [tickets, pages] opened on v1`);
@@ -276,6 +356,11 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
         }
       });
     }
+
+    test('the operator counts every kept call on version 1, the one v1 runs', { timeout: 120_000 }, async () => {
+      const got = assertCounts(v1.url, { 1: 'current' });
+      assert.ok(got.deploy?.['1']?.waiting > 0, show(got.deploy));
+    });
   });
 
   describe('v2 serves: v1\'s calls finish on v1\'s body, new calls run v2\'s', { concurrency: 8 }, () => {
@@ -309,7 +394,7 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
 
     for (const call of inGroup('fresh')) {
       test(`${label(call)}: a new call runs v2's body`, { timeout: 120_000 }, async () => {
-        const end = await runToEnd(call, await call.start(), respond);
+        const end = ended(call, await runToEnd(call, await call.start(), respond));
         assertDone(end, v2Result(call), call);
         assert.deepEqual(askedSince(call, 0), ['risk', 'window'], `${label(call)}: v2's questions in v2's order`);
         assert.deepEqual(effects(call), [0, hasOnce(call.wire) ? 1 : 0], `${label(call)}: [tickets, pages]`);
@@ -319,16 +404,51 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
     for (const wire of WIRES) {
       const call = inGroup('v2paused', wire)[0];
       test(`${label(call)}: v2 pauses a call of its own at its form`, { timeout: 120_000 }, async () => {
-        await pauseAt(call);
+        await pauseAt(call, '2');
         assert.deepEqual(askedSince(call, 0), ['risk', 'window'], label(call));
         assert.deepEqual(effects(call), [0, 0], `${label(call)}: [tickets, pages]`);
       });
     }
   });
 
+  // v2 has stopped; v3 does not serve yet.
+  describe('before v3 serves, the deploy check names the calls version 1 still holds', () => {
+    test('v3\'s code replays the exported calls: v1\'s park on version 1, v2\'s continue', { timeout: 300_000 }, async () => {
+      const file = join(dirs.v3, 'paused.json');
+      const { calls: exported, summary } = await exportPausedCalls(stage.persistTo, file);
+      const { reports, table } = await runCheck(dirs.v3, file);
+      console.log(`${summary}\n${table}`);
+      const held = calls.filter((c) => c.wire !== 'mrtr' && c.paused && !c.finished);
+      assert.equal(exported.length, held.length, `exported ${show(exported.map((e) => e.id))}`);
+      assert.equal(reports.length, held.length, table);
+      const byArgs = new Map(exported.map((e) => [`${e.tool} ${JSON.stringify(e.arguments)}`, e.id]));
+      const byId = new Map(reports.map((r) => [r.id, r]));
+      for (const call of held) {
+        const r = byId.get(byArgs.get(`${call.tool} ${JSON.stringify(call.args)}`));
+        assert.ok(r, `no verdict for ${label(call)}: ${table}`);
+        assert.equal(r.version, call.version, `${label(call)}: ${show(r)}`);
+        if (call.version === '1') {
+          assert.equal(r.verdict, 'diverges', `${label(call)}: ${show(r)}`);
+          assert.match(r.why, /version "1"/, `${label(call)}: ${show(r)}`);
+        } else {
+          assert.equal(r.verdict, 'continues', `${label(call)}: ${show(r)}`);
+        }
+      }
+      // The per-version table: version 1's calls, and that they park.
+      const v1Line = table.split('\n').find((l) => /^deploy\s+1\s+missing\s/.test(l));
+      assert.ok(v1Line, `no line for deploy version 1: ${table}`);
+      assert.match(v1Line, new RegExp(`\\s${held.filter((c) => c.tool === 'deploy' && c.version === '1').length}\\s`), v1Line);
+      assert.match(v1Line, /park/i, v1Line);
+    });
+  });
+
   describe('v3 serves, keeping v2\'s body but no longer v1\'s', { concurrency: 8 }, () => {
     let v3;
-    before(async () => { v3 = await stage.serve(dirs.v3); });
+    before(async () => {
+      v3 = await stage.serve(dirs.v3);
+      // Before any round on v3: version 1 is missing here, its calls still held.
+      assertCounts(v3.url, { 1: 'missing', 2: 'kept' });
+    });
     after(async () => { await v3?.stop(); });
 
     test('v3 lists deploy, no longer deploy_moving', async () => {
@@ -359,7 +479,7 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
 
     for (const call of inGroup('fresh3')) {
       test(`${label(call)}: a new call runs v3's body`, { timeout: 120_000 }, async () => {
-        const end = await runToEnd(call, await call.start(), respond);
+        const end = ended(call, await runToEnd(call, await call.start(), respond));
         assertDone(end, v2Result(call), call);
         assert.deepEqual(askedSince(call, 0), ['risk', 'window'], label(call));
         assert.deepEqual(effects(call), [0, hasOnce(call.wire) ? 1 : 0], `${label(call)}: [tickets, pages]`);
@@ -369,18 +489,34 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
 
   describe('rolled back to v2, the same requests continue the parked calls', { concurrency: 8 }, () => {
     let v2;
-    before(async () => { v2 = await stage.serve(dirs.v2); });
+    before(async () => {
+      v2 = await stage.serve(dirs.v2);
+      // What v3 did: v1's calls parked, still on version 1 (kept here); v2's finished.
+      assertCounts(v2.url, { 1: 'kept', 2: 'current' });
+    });
     after(async () => { await v2?.stop(); });
 
     for (const call of inGroup('parked')) {
       const how = call.wire === 'session' ? 'its stream resumed' : call.wire === 'task' ? 'its alarm' : 'the same request';
       test(`${label(call)}: continues to v1's result (${how}), its ticket opened once`, { timeout: 120_000 }, async () => {
         assert.ok(call.v3, 'v3 met it');
-        const end = trace(call, 'rollback', await runToEnd(call, await call.resend(), respond));
+        const end = ended(call, trace(call, 'rollback', await runToEnd(call, await call.resend(), respond)));
         assertDone(end, v1Result(call), call);
         assert.deepEqual(askedSince(call, call.mark), call.pause === 'target' ? ['verdict'] : [], `${label(call)}: asked after the rollback`);
         assert.deepEqual(effects(call), [hasOnce(call.wire) ? 1 : 0, 0], `${label(call)}: [tickets, pages] in all`);
       });
     }
+  });
+
+  describe('after the rollback, no call is left on version 1', () => {
+    let v2;
+    before(async () => { v2 = await stage.serve(dirs.v2); });
+    after(async () => { await v2?.stop(); });
+
+    test('the operator counts none: version 1 can be removed', { timeout: 120_000 }, async () => {
+      assert.deepEqual(heldCalls(), {}, 'the test holds no call');
+      const got = assertCounts(v2.url, {});
+      assert.equal(got.deploy?.['1']?.standing, 'kept', show(got.deploy));
+    });
   });
 });

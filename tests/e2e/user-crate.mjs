@@ -7,7 +7,7 @@
 // a call, answers it, comes back to it and sends its last request again.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { freshPersistDir } from './wrangler.mjs';
@@ -170,6 +170,47 @@ export async function buildUserCrate({ crate, worker, files, parent, dirName }) 
  * (STATE_KEYS, fixed: a version must open what the one before sealed), and
  * the calls whose URL follows the server that serves.
  */
+// ---------------------------------------------------------------------------
+// The replay check ("check a deploy before making it"), run natively
+// ---------------------------------------------------------------------------
+
+const EXPORT = join(ROOT, 'scripts/export-paused.mjs');
+
+/**
+ * Puts the native replay check into a version's crate (`source`, a
+ * deploy_check.rs whose `{{crate_ident}}` is the crate's name, as `durable-mcp
+ * new` scaffolds one, as its tests/deploy_check.rs) and compiles it,
+ * natively, in the shared target directory: the check itself then runs
+ * between one version's stop and the next one's start without building
+ * anything. Resolves with how long the build took.
+ */
+export async function prepareReplayCheck(dir, crate, source) {
+  mkdirSync(join(dir, 'tests'), { recursive: true });
+  writeFileSync(join(dir, 'tests/deploy_check.rs'), readFileSync(source, 'utf8').replaceAll('{{crate_ident}}', crate));
+  const t0 = Date.now();
+  await run('cargo', ['test', '--test', 'deploy_check', '--no-run'], dir, 15 * 60_000);
+  return Date.now() - t0;
+}
+
+/** scripts/export-paused.mjs on a stopped server's storage: the paused calls it wrote to `out`. */
+export async function exportPausedCalls(persistTo, out) {
+  const r = await capture(process.execPath, [EXPORT, persistTo, '--out', out], ROOT, process.env, 60_000);
+  assert.equal(r.code, 0, `export-paused exited ${r.code}:\n${r.stdout}\n${r.stderr}`);
+  return { calls: JSON.parse(readFileSync(out, 'utf8')), summary: r.stderr.trim() };
+}
+
+/** A crate's check on the exported calls: its table, and a report per call (`deploy-check-json` lines). */
+export async function runCheck(dir, file) {
+  const r = await capture('cargo', ['test', '--test', 'deploy_check', '--', '--nocapture'], dir,
+    { ...BUILD_ENV, DEPLOY_CHECK: file }, 10 * 60_000);
+  assert.equal(r.code, 0, `the check failed (${r.code}):\n${r.stdout.slice(-6000)}\n${r.stderr.slice(-6000)}`);
+  const lines = r.stdout.split('\n');
+  const reports = lines.filter((l) => l.startsWith('deploy-check-json ')).map((l) => JSON.parse(l.slice('deploy-check-json '.length)));
+  const table = lines.filter((l) => !l.startsWith('deploy-check-json ') && !/^(running \d|test |$)/.test(l)
+    && !/^test result/.test(l)).join('\n');
+  return { reports, table };
+}
+
 export class Stage {
   constructor({ stateKeys, vars = {} }) {
     this.stateKeys = stateKeys;
