@@ -300,6 +300,20 @@ impl Tool {
         self.set("outputSchema", schema)
     }
 
+    /// Derives the JSON Schema of `structuredContent` from `T`, for a tool
+    /// whose result is a [`CallToolResult`] carrying a `T`: made when first
+    /// needed (a `tools/list`, or this tool's first result), not when the
+    /// worker starts, as `output_schema(object_schema::<T>())` would.
+    pub fn output_schema_of<T: JsonSchema>(mut self) -> Self {
+        fn of<T: JsonSchema>() -> Option<Value> {
+            Some(object_schema::<T>())
+        }
+        self.meta.remove("outputSchema");
+        self.schemas.output = of::<T>;
+        self.schemas.made = OnceCell::new();
+        self
+    }
+
     /// Sets annotations (`readOnlyHint`, …).
     pub fn annotations(self, a: Value) -> Self {
         self.set("annotations", a)
@@ -421,5 +435,70 @@ impl Tool {
             Some(set) => Some(set),
             None => self.schemas.made().output.as_ref(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use schemars::{json_schema, Schema, SchemaGenerator};
+
+    use super::*;
+    use crate::{Cx, ToolError};
+
+    thread_local! {
+        /// How many times `Counted`'s schema was made.
+        static MADE: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// Arguments whose schema counts the times it is made.
+    #[derive(serde::Deserialize)]
+    struct Counted {}
+
+    impl JsonSchema for Counted {
+        fn schema_name() -> std::borrow::Cow<'static, str> {
+            "Counted".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            MADE.with(|m| m.set(m.get() + 1));
+            json_schema!({"type": "object", "description": "Counts.", "properties": {}})
+        }
+    }
+
+    #[derive(JsonSchema)]
+    struct Out {
+        n: u32,
+    }
+
+    async fn body(_: &mut Cx, _: Counted) -> Result<String, ToolError> {
+        Ok(String::new())
+    }
+
+    #[test]
+    fn schemas_are_made_once_when_first_needed() {
+        let tool = Tool::new("t", body).output_schema_of::<Out>();
+        assert_eq!(MADE.with(Cell::get), 0, "made when the tool was built");
+        let listing = tool.listing();
+        assert_eq!(MADE.with(Cell::get), 1);
+        assert_eq!(listing["description"], "Counts.");
+        assert!(listing["inputSchema"].get("description").is_none());
+        assert_eq!(
+            listing["outputSchema"]["properties"]["n"]["type"],
+            "integer"
+        );
+        let _ = (tool.listing(), tool.input_schema_json());
+        assert_eq!(MADE.with(Cell::get), 1, "made again");
+    }
+
+    #[test]
+    fn a_field_set_by_hand_wins_over_the_derived_one() {
+        let tool = Tool::new("t", body)
+            .description("mine")
+            .input_schema(json!({"type": "object"}));
+        let listing = tool.listing();
+        assert_eq!(listing["description"], "mine");
+        assert_eq!(listing["inputSchema"], json!({"type": "object"}));
+        assert!(listing.get("outputSchema").is_none());
     }
 }

@@ -261,7 +261,7 @@ pub fn server(env: &Bindings) -> Result<Registry, SkillError> {
     .tool(
         Tool::new("deploy", deploy)
             .title("Deploy a service")
-            .output_schema(durable_mcp::schema::object_schema::<Deployment>())
+            .output_schema_of::<Deployment>()
             .view(DEPLOY_VIEW)
             .durable(),
     )

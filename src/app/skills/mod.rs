@@ -83,6 +83,7 @@ pub(crate) mod paths;
 mod tree;
 
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::rc::Rc;
 
 use base64::Engine as _;
@@ -127,8 +128,9 @@ struct SkillFile {
     /// bytes stay where the compiler put them).
     bytes: Rc<Cow<'static, [u8]>>,
     mime_type: &'static str,
-    /// `sha256:<64 lowercase hex>` of the bytes.
-    digest: String,
+    /// `sha256:<64 lowercase hex>` of the bytes, made when first listed
+    /// (not on a worker's first request, unless it lists skills).
+    digest: OnceCell<String>,
 }
 
 /// Its path, size and digest: not the bytes, which can be megabytes.
@@ -138,16 +140,21 @@ impl std::fmt::Debug for SkillFile {
             .field("path", &self.path)
             .field("size", &self.bytes.len())
             .field("mime_type", &self.mime_type)
-            .field("digest", &self.digest)
+            .field("digest", &self.digest.get())
             .finish()
     }
 }
 
 impl SkillFile {
+    fn digest(&self) -> &str {
+        self.digest
+            .get_or_init(|| format!("sha256:{}", hex(&Sha256::digest(&**self.bytes))))
+    }
+
     fn new(path: &str, bytes: Cow<'static, [u8]>) -> Self {
         Self {
             mime_type: paths::mime_type(path, &bytes),
-            digest: format!("sha256:{}", hex(&Sha256::digest(&bytes))),
+            digest: OnceCell::new(),
             path: path.to_string(),
             bytes: Rc::new(bytes),
         }
@@ -257,7 +264,7 @@ impl Skill {
         let resources: Vec<Value> = self
             .files
             .iter()
-            .map(|f| json!({"uri": self.file_uri(&f.path), "digest": f.digest, "size": f.bytes.len()}))
+            .map(|f| json!({"uri": self.file_uri(&f.path), "digest": f.digest(), "size": f.bytes.len()}))
             .collect();
         json!({"uri": self.uri(), "frontmatter": self.frontmatter, "resources": resources})
     }
@@ -326,7 +333,8 @@ fn reader(uri: String, file: &SkillFile) -> BoxedHandler<Vec<Value>> {
 /// (`skills/acme/refunds/SKILL.md` is `skill://acme/refunds/SKILL.md`), and
 /// every file below that folder is one of its files; see
 /// [`Skill::from_files`] for the rest. The files are in the wasm as they
-/// are, read in place; their digests are made once per isolate. Each
+/// are, read in place; their digests are made once per isolate, when
+/// first listed. Each
 /// `SKILL.md`'s frontmatter is read (YAML) and checked while the crate
 /// compiles: a frontmatter that breaks the Agent Skills rules, or a skill
 /// in a folder not named for it, is a compile error naming the file, and
