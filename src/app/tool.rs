@@ -467,6 +467,7 @@ mod tests {
     }
 
     #[derive(JsonSchema)]
+    #[allow(dead_code)] // only its schema is read
     struct Out {
         n: u32,
     }
