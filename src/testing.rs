@@ -240,12 +240,9 @@ impl TestServer {
     fn send_one(&mut self, mut req: HttpRequest) -> TestReply {
         // What the Worker copies out of a client's request: the headers the
         // server reads from a client, nothing else.
-        let wanted = host::client_headers();
-        req.headers.retain(|(k, _)| {
-            wanted.iter().any(|w| w.eq_ignore_ascii_case(k))
-                || k.to_ascii_lowercase()
-                    .starts_with(host::PARAM_HEADER_PREFIX)
-        });
+        let wanted = host::client_headers(&self.server);
+        req.headers
+            .retain(|(k, _)| wanted.iter().any(|w| w.eq_ignore_ascii_case(k)));
         self.next_random = self.next_random.wrapping_add(1);
         let env = Env {
             now_ms: self.now_ms,

@@ -110,9 +110,8 @@ fn response_headers(origin: &str) -> Vec<(String, String)> {
 /// a client (the fixed ones and each tool's `Mcp-Param-*`), less those a
 /// page cannot set.
 fn allow_headers(server: &Server) -> String {
-    super::client_headers()
+    super::client_headers(server)
         .into_iter()
-        .chain(super::param_headers(server))
         .filter(|h| !NOT_FROM_PAGES.contains(&h.as_str()))
         .collect::<Vec<_>>()
         .join(", ")

@@ -32,7 +32,7 @@ mod route;
 pub use cors::apply as apply_cors;
 pub use inbound::{Inbound, Step};
 pub use object::{alarm, handle_in_object, hub_broadcast};
-pub use route::{client_headers, object_headers, param_headers, PARAM_HEADER_PREFIX};
+pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
 
 use crate::index::IndexStore;

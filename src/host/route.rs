@@ -69,14 +69,13 @@ const INTERNAL_HEADERS: [&str; 8] = [
 ];
 
 /// The request headers the server reads from a client (lower case), so
-/// the Worker copies only these out of the runtime's request, with every
-/// header starting [`PARAM_HEADER_PREFIX`] (a tool argument's
-/// `x-mcp-header`: which ones a tool declares is in its schema, made only
-/// when needed, so the Worker does not ask). The internal headers are not
-/// among them: a client's are never read at all. The test server passes
-/// only these on too, so a header the code reads but this list misses
-/// fails the tests.
-pub fn client_headers() -> Vec<String> {
+/// the Worker copies only these out of the runtime's request: the fixed
+/// ones and `mcp-param-<name>` for each tool argument that declares
+/// `x-mcp-header`. The internal headers are not among them: a client's are
+/// never read at all (each `get` is a call into the runtime, on every
+/// request). The test server passes only these on too, so a header the code
+/// reads but this list misses fails the tests.
+pub fn client_headers(server: &Server) -> Vec<String> {
     const FIXED: [&str; 14] = [
         "accept",
         "authorization",
@@ -95,17 +94,7 @@ pub fn client_headers() -> Vec<String> {
         // Read on page paths only: a page's own form post.
         "sec-fetch-site",
     ];
-    FIXED.iter().map(|s| s.to_string()).collect()
-}
-
-/// What the names of the headers that carry tool arguments start with
-/// (`Mcp-Param-<name>`, SEP-2243).
-pub const PARAM_HEADER_PREFIX: &str = "mcp-param-";
-
-/// The `Mcp-Param-*` headers the tools declare (`x-mcp-header` in their
-/// input schemas): what a browser's preflight must be allowed to send.
-pub fn param_headers(server: &Server) -> Vec<String> {
-    let mut names = Vec::new();
+    let mut names: Vec<String> = FIXED.iter().map(|s| s.to_string()).collect();
     for tool in &server.registry.tools {
         let props = tool
             .input_schema_json()
@@ -113,19 +102,19 @@ pub fn param_headers(server: &Server) -> Vec<String> {
             .and_then(Value::as_object);
         for schema in props.into_iter().flat_map(|p| p.values()) {
             if let Some(h) = schema.get("x-mcp-header").and_then(Value::as_str) {
-                names.push(format!("{PARAM_HEADER_PREFIX}{}", h.to_ascii_lowercase()));
+                names.push(format!("mcp-param-{}", h.to_ascii_lowercase()));
             }
         }
     }
-    names.sort_unstable();
+    names.sort();
     names.dedup();
     names
 }
 
 /// The request headers an object reads from a request the Worker
 /// forwarded: the client's ([`client_headers`]) and the internal ones.
-pub fn object_headers() -> Vec<String> {
-    let mut names = client_headers();
+pub fn object_headers(server: &Server) -> Vec<String> {
+    let mut names = client_headers(server);
     names.extend(INTERNAL_HEADERS.iter().map(|s| s.to_string()));
     names
 }

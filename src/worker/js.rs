@@ -24,11 +24,6 @@ export function request_head(req, wanted) {
     const value = headers.get(name);
     if (value !== null) out += "\n" + name + "\n" + value;
   }
-  // A tool argument's header (`Mcp-Param-*`): which ones a tool declares
-  // is known only from its schema, made only when needed, so any is taken.
-  for (const name of headers.keys()) {
-    if (name.startsWith("mcp-param-")) out += "\n" + name + "\n" + headers.get(name);
-  }
   return out;
 }
 
@@ -85,8 +80,7 @@ export function new_request(url, method, headers, body, stream) {
 }
 "#)]
 extern "C" {
-    /// `METHOD \n URL (\n name \n value)*`, the headers in `wanted` and every
-    /// `mcp-param-*` one
+    /// `METHOD \n URL (\n name \n value)*`, only the headers in `wanted`
     /// (names as the runtime gives them: lower case; no header holds a
     /// newline).
     pub(crate) fn request_head(req: &web_sys::Request, wanted: &js_sys::Array) -> String;

@@ -95,8 +95,8 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     let registry =
         build(&bindings).map_err(|e| misconfigured(format!("the entry function failed: {e}")))?;
     let server = Server::new(config, registry);
-    let client_headers = js::name_list(&host::client_headers());
-    let object_headers = js::name_list(&host::object_headers());
+    let client_headers = js::name_list(&host::client_headers(&server));
+    let object_headers = js::name_list(&host::object_headers(&server));
     let isolate = Rc::new(Isolate {
         server,
         client_headers,
