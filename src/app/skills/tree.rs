@@ -72,31 +72,11 @@ fn skill_at(
     files: &[(String, Cow<'static, [u8]>)],
     read: Reader<'_>,
 ) -> Result<Skill, SkillError> {
-    let manifest = format!("{root}/{MANIFEST}");
-    let text = files
-        .iter()
-        .find(|(p, _)| *p == manifest)
-        .map(|(_, bytes)| utf8(bytes.clone()))
-        .transpose()
-        .map_err(|e| SkillError::new(manifest.as_str(), e))?
-        .unwrap_or_default();
-    let mut skill = read(&manifest, &text)
-        .and_then(|fm| Skill::with_frontmatter(text, fm).map_err(|e| e.reason().to_string()))
-        .map_err(|e| SkillError::new(manifest.as_str(), e))?;
-    let (prefix, folder) = root.rsplit_once('/').unwrap_or(("", root));
-    if folder != skill.name() {
-        return Err(SkillError::new(
-            manifest.as_str(),
-            format!(
-                "the folder `{folder}` holds the skill named `{}`: a skill's folder is named for it",
-                skill.name()
-            ),
-        ));
-    }
+    let mut skill = manifest_at(root, files, read)?;
     if let Some(problem) = paths::path_problem(root) {
         return Err(SkillError::new(root, problem));
     }
-    if !prefix.is_empty() {
+    if let Some((prefix, _)) = root.rsplit_once('/') {
         skill = skill.under(prefix)?;
     }
     let inside = format!("{root}/");
@@ -109,6 +89,36 @@ fn skill_at(
                     .map_err(|e| SkillError::new(path.as_str(), e.reason()))?
             }
         }
+    }
+    Ok(skill)
+}
+
+/// The skill of the `SKILL.md` in the folder `root`, named for its folder.
+fn manifest_at(
+    root: &str,
+    files: &[(String, Cow<'static, [u8]>)],
+    read: Reader<'_>,
+) -> Result<Skill, SkillError> {
+    let manifest = format!("{root}/{MANIFEST}");
+    let text = files
+        .iter()
+        .find(|(p, _)| *p == manifest)
+        .map(|(_, bytes)| utf8(bytes.clone()))
+        .transpose()
+        .map_err(|e| SkillError::new(manifest.as_str(), e))?
+        .unwrap_or_default();
+    let skill = read(&manifest, &text)
+        .and_then(|fm| Skill::with_frontmatter(text, fm).map_err(|e| e.reason().to_string()))
+        .map_err(|e| SkillError::new(manifest.as_str(), e))?;
+    let folder = root.rsplit_once('/').map_or(root, |(_, f)| f);
+    if folder != skill.name() {
+        return Err(SkillError::new(
+            manifest.as_str(),
+            format!(
+                "the folder `{folder}` holds the skill named `{}`: a skill's folder is named for it",
+                skill.name()
+            ),
+        ));
     }
     Ok(skill)
 }
