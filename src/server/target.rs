@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use serde_json::{json, Value};
 
 use super::Server;
-use crate::app::{Body, CallToolResult, Prompt, Resource, ResourceTemplate, Tool};
+use crate::app::{Body, CallToolResult, KeptBody, Prompt, Resource, ResourceTemplate, Tool};
 use crate::engine::{self, Cx, Outcome, Run, ToolError};
 use crate::error::{ErrorKind, McpError};
 use crate::protocol::object;
@@ -114,18 +114,7 @@ async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> 
                 t.output_schema_json().map(Cow::Borrowed),
             )
         }
-        Body::Kept(k) => {
-            let cx = cx
-                .with_code(code_version(server, Some(&k.version)), &t.patches)
-                .with_upgrade_to(current);
-            let (run, moved) = engine::run_moving(&*k.handler, &*t.handler, cx, args).await;
-            let declared = if moved {
-                t.output_schema_json().map(Cow::Borrowed)
-            } else {
-                k.output_schema().map(Cow::Owned)
-            };
-            (run, declared)
-        }
+        Body::Kept(k) => run_kept(server, t, k, cx.with_upgrade_to(current), args).await,
         Body::Missing(v) => return failed(version_gone(&t.name, v)),
     };
     let outcome = match run.outcome {
@@ -144,6 +133,26 @@ async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> 
         notifications: run.notifications,
         status: run.status,
     }
+}
+
+/// A round of a pinned call on the earlier body `k` it started on (moving
+/// to the current one at its upgrade point), and the `outputSchema` of
+/// the body that ended the round.
+async fn run_kept<'t>(
+    server: &Server,
+    t: &'t Tool,
+    k: &KeptBody,
+    cx: Cx,
+    args: Value,
+) -> (Run<CallToolResult>, Option<Cow<'t, Value>>) {
+    let cx = cx.with_code(code_version(server, Some(&k.version)), &t.patches);
+    let (run, moved) = engine::run_moving(&*k.handler, &*t.handler, cx, args).await;
+    let declared = if moved {
+        t.output_schema_json().map(Cow::Borrowed)
+    } else {
+        k.output_schema().map(Cow::Owned)
+    };
+    (run, declared)
 }
 
 /// A run that ends before any body runs.
