@@ -167,19 +167,20 @@ fn failed(e: McpError) -> Run<Value> {
 /// The error for a pinned call whose version this code no longer keeps:
 /// the call is kept as it was, for a deploy that brings the version back.
 fn version_gone(tool: &str, version: &str) -> McpError {
-    let mut e = engine::diverged(
-        "",
-        &format!(
-            "the call is pinned to version {version:?} of the tool {tool:?}, whose body this \
-             deploy no longer keeps (Tool::keeps)"
-        ),
+    let why = format!(
+        "the call is pinned to version {version:?} of the tool {tool:?}, whose body this \
+         deploy no longer keeps (Tool::keeps)"
     );
-    if let Some(data) = e.data.as_mut().and_then(Value::as_object_mut) {
-        data.insert("tool".into(), Value::String(tool.to_string()));
-        data.insert("pinnedTo".into(), Value::String(version.to_string()));
-        data.remove("key");
-    }
-    e
+    McpError::new(
+        ErrorKind::CodeChanged,
+        format!(
+            "The tool's code changed since this call paused: the call is pinned to version \
+             {version:?} of the tool {tool:?}, and this deploy neither runs nor keeps that \
+             version. The call is kept as it was: the same request continues it on a deploy \
+             that keeps version {version:?}."
+        ),
+    )
+    .with_data(json!({ "why": why, "tool": tool, "pinnedTo": version }))
 }
 
 /// What a tool's result must satisfy before it is sent: its structured

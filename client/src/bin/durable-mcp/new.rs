@@ -603,6 +603,7 @@ mod tests {
                     "[lib]",
                     "[dependencies]",
                     "[target.'cfg(target_arch = \"wasm32\")'.dependencies]",
+                    "[package.metadata.wasm-pack.profile.release]",
                     "[profile.release]",
                     "[profile.release.package.sha2]",
                     "[workspace]",
@@ -620,6 +621,7 @@ mod tests {
                 "codegen-units = 1",
                 "strip = true",
                 "opt-level = 3",
+                "wasm-opt = [\"-Oz\"]",
             ] {
                 assert!(toml.lines().any(|l| l == line), "{line} in\n{toml}");
             }
