@@ -24,7 +24,7 @@ pub use page::{Cookie, Page, PageReply, Question};
 pub use registry::{Completer, Prompt, Registry, Resource, ResourceTemplate};
 pub use result::{content, text, CallToolResult, IntoToolResult, Json, NEXT_TOOL};
 pub use skills::{Skill, SkillError};
-pub(crate) use tool::{Body, KeptBody};
+pub(crate) use tool::{earlier_body, Body, KeptBody};
 pub use tool::{TaskSupport, Tool};
 pub(crate) use ui::declare_extension as declare_ui_extension;
 pub use ui::View;

@@ -111,6 +111,20 @@ pub(crate) enum Body<'a> {
     Missing(&'a str),
 }
 
+/// The one rule of [`Tool::pinned`], which the rounds ([`Tool::body_for`])
+/// and an operator's count of versions (`kept::versions`) both follow: the
+/// earlier version whose body runs a call whose last round ran on `last`,
+/// for a tool at version `current`; none when the current body runs it (a
+/// tool that does not pin, a new call, one on the current version, one
+/// that began before the tool declared a version).
+pub(crate) fn earlier_body<'v>(
+    pinned: bool,
+    current: Option<&str>,
+    last: Option<&'v str>,
+) -> Option<&'v str> {
+    last.filter(|v| pinned && current != Some(*v))
+}
+
 impl Tool {
     /// A tool named `name` run by `handler`, an `async fn(&mut Cx, Args) ->
     /// Result<Out, ToolError>`.
@@ -237,14 +251,12 @@ impl Tool {
     /// `version` (none for a new call, or one that began before the tool
     /// declared a version).
     pub(crate) fn body_for<'a>(&'a self, version: Option<&'a str>) -> Body<'a> {
-        match version {
-            Some(v) if self.pinned && self.version.as_deref() != Some(v) => {
-                match self.kept.iter().find(|k| k.version == v) {
-                    Some(k) => Body::Kept(k),
-                    None => Body::Missing(v),
-                }
-            }
-            _ => Body::Current,
+        match earlier_body(self.pinned, self.version.as_deref(), version) {
+            None => Body::Current,
+            Some(v) => match self.kept.iter().find(|k| k.version == v) {
+                Some(k) => Body::Kept(k),
+                None => Body::Missing(v),
+            },
         }
     }
 

@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::Status;
-use crate::app::{Registry, Tool};
+use crate::app::{earlier_body, Registry, Tool};
 
 /// What a code runs of one tool: its current version, its policy, the
 /// earlier versions it keeps.
@@ -48,15 +48,12 @@ impl ToolCode {
     /// What this code does with a call whose last round ran on `version`
     /// (`""`: none recorded), as the tool picks its body.
     pub fn standing(&self, version: &str) -> Standing {
-        let current = self.current.as_deref().unwrap_or("");
-        if version == current {
-            Standing::Current
-        } else if !self.pinned || version.is_empty() {
-            Standing::Upgrades
-        } else if self.keeps.iter().any(|k| k == version) {
-            Standing::Kept
-        } else {
-            Standing::Missing
+        let last = (!version.is_empty()).then_some(version);
+        match earlier_body(self.pinned, self.current.as_deref(), last) {
+            None if version == self.current.as_deref().unwrap_or("") => Standing::Current,
+            None => Standing::Upgrades,
+            Some(v) if self.keeps.iter().any(|k| k == v) => Standing::Kept,
+            Some(_) => Standing::Missing,
         }
     }
 }

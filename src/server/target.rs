@@ -105,7 +105,8 @@ async fn run_tool(server: &Server, t: &Tool, cx: Cx, args: Value) -> Run<Value> 
         return failed(e);
     }
     let current = code_version(server, t.version.as_deref());
-    let last = cx.tool_version();
+    // Only a pinned tool's rounds depend on the version the call is on.
+    let last = t.pinned.then(|| cx.tool_version()).flatten();
     let (run, declared) = match t.body_for(last.as_deref()) {
         Body::Current => {
             let cx = cx.with_code(current, &t.patches);
