@@ -38,32 +38,27 @@ impl Skill {
 /// The skills in `files` (paths trimmed of `/`), each `SKILL.md`'s
 /// frontmatter from `read`.
 fn from_tree(
-    files: Vec<(String, Cow<'static, [u8]>)>,
+    mut files: Vec<(String, Cow<'static, [u8]>)>,
     read: Reader<'_>,
 ) -> Result<Vec<Skill>, SkillError> {
-    {
-        let mut files: Vec<(String, Cow<'static, [u8]>)> = files
-            .into_iter()
-            .filter(|(p, _)| !p.split('/').any(|s| s.starts_with('.')))
-            .collect();
-        // Paths are unique: unstable orders them the same, with less code.
-        files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let roots: Vec<&str> = files
-            .iter()
-            .filter_map(|(p, _)| match p.strip_suffix(MANIFEST) {
-                Some("") => Some(Err(SkillError::new(
-                    p.as_str(),
-                    "a SKILL.md belongs in a folder named for its skill",
-                ))),
-                Some(dir) => dir.strip_suffix('/').map(Ok),
-                None => None,
-            })
-            .collect::<Result<_, _>>()?;
-        roots
-            .iter()
-            .map(|root| skill_at(root, &files, read))
-            .collect()
-    }
+    files.retain(|(p, _)| !p.split('/').any(|s| s.starts_with('.')));
+    // Paths are unique: unstable orders them the same, with less code.
+    files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    let roots: Vec<&str> = files
+        .iter()
+        .filter_map(|(p, _)| match p.strip_suffix(MANIFEST) {
+            Some("") => Some(Err(SkillError::new(
+                p.as_str(),
+                "a SKILL.md belongs in a folder named for its skill",
+            ))),
+            Some(dir) => dir.strip_suffix('/').map(Ok),
+            None => None,
+        })
+        .collect::<Result<_, _>>()?;
+    roots
+        .iter()
+        .map(|root| skill_at(root, &files, read))
+        .collect()
 }
 
 /// The skill whose folder is `root`, from the sorted `files`.
