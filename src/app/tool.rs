@@ -27,9 +27,8 @@ pub struct Tool {
     /// Its listing's fields but the derived ones ([`Schemas`]); a field set
     /// here (an `inputSchema` given by hand) wins over the derived one.
     pub(crate) meta: Map<String, Value>,
-    /// The schemas derived from its types, made when first needed: a
-    /// worker's first `tools/call` makes only its own tool's, not every
-    /// tool's (as `tools/list` does).
+    /// The schemas derived from its types, each made when first needed
+    /// (an output schema: by a listing or the tool's first result).
     schemas: Schemas,
     pub(crate) handler: BoxedHandler<CallToolResult>,
     pub(crate) durable: bool,
@@ -52,37 +51,51 @@ pub struct Tool {
     pub(crate) pinned: bool,
 }
 
-/// A tool's schemas derived from its types, made once, when first needed.
+/// A tool's schemas derived from its types, each made once, when first
+/// needed (the Worker reads every input schema for the headers it copies;
+/// an output schema waits for a listing or the tool's first result).
 struct Schemas {
     input: fn() -> Value,
     output: fn() -> Option<Value>,
-    made: OnceCell<Made>,
+    made_input: OnceCell<Input>,
+    made_output: OnceCell<Option<Value>>,
 }
 
-/// What [`Schemas`] made.
-struct Made {
+/// The input schema made.
+struct Input {
     /// `inputSchema`, its description taken out.
-    input: Value,
-    output: Option<Value>,
+    schema: Value,
     /// The doc comment of the arguments' type: the tool's description
     /// unless one is set.
     description: Option<Value>,
 }
 
 impl Schemas {
-    fn made(&self) -> &Made {
-        self.made.get_or_init(|| {
-            let mut input = (self.input)();
-            let description = input
+    fn new(input: fn() -> Value, output: fn() -> Option<Value>) -> Self {
+        Self {
+            input,
+            output,
+            made_input: OnceCell::new(),
+            made_output: OnceCell::new(),
+        }
+    }
+
+    fn input(&self) -> &Input {
+        self.made_input.get_or_init(|| {
+            let mut schema = (self.input)();
+            let description = schema
                 .as_object_mut()
                 .and_then(|m| m.remove("description"))
                 .filter(Value::is_string);
-            Made {
-                input,
-                output: (self.output)(),
+            Input {
+                schema,
                 description,
             }
         })
+    }
+
+    fn output(&self) -> Option<&Value> {
+        self.made_output.get_or_init(self.output).as_ref()
     }
 }
 
@@ -159,11 +172,7 @@ impl Tool {
         Self {
             name: name.to_string(),
             meta,
-            schemas: Schemas {
-                input,
-                output,
-                made: OnceCell::new(),
-            },
+            schemas: Schemas::new(input, output),
             handler,
             durable: false,
             task: None,
@@ -321,8 +330,7 @@ impl Tool {
             Some(object_schema::<T>())
         }
         self.meta.remove("outputSchema");
-        self.schemas.output = of::<T>;
-        self.schemas.made = OnceCell::new();
+        self.schemas = Schemas::new(self.schemas.input, of::<T>);
         self
     }
 
@@ -418,12 +426,12 @@ impl Tool {
 
     /// Its `tools/list` entry.
     pub fn listing(&self) -> Value {
-        let made = self.schemas.made();
+        let input = self.schemas.input();
         let mut listing = self.meta.clone();
         let derived = [
-            ("description", made.description.as_ref()),
-            ("inputSchema", Some(&made.input)),
-            ("outputSchema", made.output.as_ref()),
+            ("description", input.description.as_ref()),
+            ("inputSchema", Some(&input.schema)),
+            ("outputSchema", self.schemas.output()),
         ];
         for (key, value) in derived {
             if let (false, Some(v)) = (listing.contains_key(key), value) {
@@ -437,7 +445,7 @@ impl Tool {
     pub(crate) fn input_schema_json(&self) -> &Value {
         match self.meta.get("inputSchema") {
             Some(set) => set,
-            None => &self.schemas.made().input,
+            None => &self.schemas.input().schema,
         }
     }
 
@@ -445,7 +453,7 @@ impl Tool {
     pub(crate) fn output_schema_json(&self) -> Option<&Value> {
         match self.meta.get("outputSchema") {
             Some(set) => Some(set),
-            None => self.schemas.made().output.as_ref(),
+            None => self.schemas.output(),
         }
     }
 }
@@ -462,6 +470,21 @@ mod tests {
     thread_local! {
         /// How many times `Counted`'s schema was made.
         static MADE: Cell<u32> = const { Cell::new(0) };
+        /// How many times `CountedOut`'s schema was made.
+        static MADE_OUT: Cell<u32> = const { Cell::new(0) };
+    }
+
+    /// A result whose schema counts the times it is made.
+    struct CountedOut;
+
+    impl JsonSchema for CountedOut {
+        fn schema_name() -> std::borrow::Cow<'static, str> {
+            "CountedOut".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            MADE_OUT.with(|m| m.set(m.get() + 1));
+            json_schema!({"type": "object", "properties": {}})
+        }
     }
 
     /// Arguments whose schema counts the times it is made.
@@ -502,6 +525,16 @@ mod tests {
         );
         let _ = (tool.listing(), tool.input_schema_json());
         assert_eq!(MADE.with(Cell::get), 1, "made again");
+    }
+
+    #[test]
+    fn the_input_schema_does_not_make_the_output_schema() {
+        let tool = Tool::new("t", body).output_schema_of::<CountedOut>();
+        let _ = tool.input_schema_json();
+        assert_eq!(MADE_OUT.with(Cell::get), 0, "made with the input schema");
+        assert!(tool.output_schema_json().is_some());
+        let _ = (tool.output_schema_json(), tool.listing());
+        assert_eq!(MADE_OUT.with(Cell::get), 1);
     }
 
     #[test]
