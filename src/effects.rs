@@ -56,6 +56,10 @@ pub enum Effect {
     /// The admin index changed (a session opened or went): tell the hub,
     /// with the other changes (a task's entry rides on its `TaskChanged`).
     Indexed(IndexChange),
+    /// Ask a principal's meter to admit a kept call a limit held back (a
+    /// task's first slice), and hand its answer to `host::admitted` in
+    /// this object.
+    Admit(crate::limits::Admission),
 }
 
 impl Effect {

@@ -66,6 +66,10 @@ pub enum ErrorKind {
     /// server's keys (`-32603`, 503; the reply carries `Retry-After`, and
     /// `data.retryAfter` in seconds).
     Unavailable,
+    /// A limit on the caller was reached (`-32029`, 429; the reply carries
+    /// `Retry-After`, and `data` names the limit, its scope and
+    /// `retryAfter` in seconds). Nothing ran and nothing was stored.
+    Limited,
 }
 
 /// An error with its class, a message for humans and optional `data`.
@@ -167,6 +171,7 @@ impl McpError {
             ErrorKind::UrlElicitationRequired => -32042,
             ErrorKind::UnsupportedVersion => -32022,
             ErrorKind::Internal | ErrorKind::Unavailable => -32603,
+            ErrorKind::Limited => -32029,
         }
     }
 
@@ -193,6 +198,7 @@ impl McpError {
             ErrorKind::NotAcceptable => 406,
             ErrorKind::Conflict | ErrorKind::CodeChanged => 409,
             ErrorKind::TooLarge => 413,
+            ErrorKind::Limited => 429,
             ErrorKind::UnsupportedMediaType => 415,
             ErrorKind::Internal => 500,
             ErrorKind::Unavailable => 503,

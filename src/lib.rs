@@ -32,6 +32,7 @@ pub mod host;
 pub mod http;
 pub mod index;
 pub mod kept;
+pub mod limits;
 pub mod outbound;
 pub mod protocol;
 pub mod replay;

@@ -50,6 +50,8 @@ pub struct TestObject {
     pub task: MemoryTaskStore,
     /// Its storage as the hub's admin index sees it.
     pub index: crate::index::MemoryIndex,
+    /// Its storage as a principal's meter sees it.
+    pub meter: crate::limits::MemoryMeter,
     /// When its alarm fires next (ms since the epoch).
     pub alarm_at: Option<u64>,
 }
@@ -234,7 +236,20 @@ impl TestServer {
     pub fn send(&mut self, req: HttpRequest) -> TestReply {
         let reply = self.send_one(req);
         self.logs.extend(self.server.take_logs());
+        self.send_notes();
         reply
+    }
+
+    /// Sends the notes rounds left for their meters, as the Worker does
+    /// after each request and alarm.
+    fn send_notes(&mut self) {
+        let env = Env {
+            now_ms: self.now_ms,
+            random: [0; 16],
+        };
+        for (name, req) in host::meter_notes(self.server.take_notes()) {
+            let _ = self.in_object(&name, &req, &env);
+        }
     }
 
     fn send_one(&mut self, mut req: HttpRequest) -> TestReply {
@@ -381,11 +396,13 @@ impl TestServer {
                 session: &o.session,
                 task: &o.task,
                 index: &o.index,
+                meter: &o.meter,
             };
             let effects =
                 block_on(host::alarm(&self.server, &stores, self.now_ms)).unwrap_or_default();
             self.apply(Some(&name), &effects);
             self.logs.extend(self.server.take_logs());
+            self.send_notes();
         }
     }
 
@@ -415,6 +432,7 @@ impl TestServer {
             session: &object.session,
             task: &object.task,
             index: &object.index,
+            meter: &object.meter,
         };
         let reply = block_on(host::handle_in_object(&self.server, req, env, &stores));
         self.apply(Some(name), &reply.effects);
@@ -443,6 +461,29 @@ impl TestServer {
         for effect in effects {
             match effect {
                 Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
+                Effect::Admit(a) => {
+                    let env = Env {
+                        now_ms: self.now_ms,
+                        random: [0; 16],
+                    };
+                    let (meter, req) = host::admission_request(a);
+                    let answer = self.in_object(&meter, &req, &env).response;
+                    let Some(name) = object else { continue };
+                    let Some(o) = self.objects.get(name) else {
+                        continue;
+                    };
+                    let stores = Stores {
+                        call: &o.call,
+                        session: &o.session,
+                        task: &o.task,
+                        index: &o.index,
+                        meter: &o.meter,
+                    };
+                    let now = self.now_ms;
+                    let effects = block_on(host::admitted(&self.server, &stores, a, &answer, now))
+                        .unwrap_or_default();
+                    self.apply(object, &effects);
+                }
                 Effect::Listen(l) => {
                     self.listeners.push(l.clone());
                     self.listener_hubs

@@ -180,6 +180,9 @@ pub struct Registry {
     /// resources (each once: a nested skill's are its parent's too).
     pub(crate) skills: Vec<Skill>,
     pub(crate) skill_files: Vec<Resource>,
+    /// Limits over each principal's calls of every tool
+    /// ([`Registry::limits`]).
+    pub(crate) limits: crate::limits::Limits,
 }
 
 impl Registry {
@@ -194,6 +197,14 @@ impl Registry {
     /// things in one struct.
     pub fn state<S: 'static>(&mut self, state: S) -> &mut Self {
         self.state = Some(Rc::new(state));
+        self
+    }
+
+    /// Limits over all of each principal's calls, whatever the tool (a
+    /// tool's own limits are [`crate::app::Tool::limits`]); the `LIMITS`
+    /// var overrides them kind by kind.
+    pub fn limits(&mut self, limits: crate::limits::Limits) -> &mut Self {
+        self.limits = limits;
         self
     }
 

@@ -49,6 +49,8 @@ pub struct Tool {
     /// Whether a paused call stays on the body that started it
     /// ([`Tool::pinned`]).
     pub(crate) pinned: bool,
+    /// Its calls' limits per principal ([`Tool::limits`]).
+    pub(crate) limits: crate::limits::Limits,
 }
 
 /// A tool's schemas derived from its types, each made once, when first
@@ -183,6 +185,7 @@ impl Tool {
             admin_shows: Vec::new(),
             kept: Vec::new(),
             pinned: false,
+            limits: Default::default(),
         }
     }
 
@@ -238,6 +241,25 @@ impl Tool {
     /// runs on the current body: nothing says which body started it.
     pub fn pinned(mut self) -> Self {
         self.pinned = true;
+        self
+    }
+
+    /// Limits each principal's calls of this tool: new calls per period
+    /// and per day, calls held paused at once, rounds running at once. An
+    /// operator's `LIMITS` var overrides them kind by kind. A call over a
+    /// limit is refused before it runs (`-32029`, HTTP 429 with
+    /// `Retry-After`); a task over one waits, `working`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use durable_mcp::{limits::Limits, Tool};
+    /// # async fn search(_: &mut durable_mcp::Cx, _: serde_json::Value) -> Result<String, durable_mcp::ToolError> { Ok(String::new()) }
+    /// let tool = Tool::new("search", "Search", search)
+    ///     .limits(Limits::new().rate(10, Duration::from_secs(60)).active(2));
+    /// # let _ = tool;
+    /// ```
+    pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
+        self.limits = limits;
         self
     }
 

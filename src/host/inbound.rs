@@ -17,6 +17,7 @@ use std::cell::RefCell;
 use super::admin::{self, Job, Operator};
 use super::auth::{self as host_auth, Authenticated, Signed};
 use super::cors::{cors, vary, Cors};
+use super::meter::{admit_request, verdict, Metered, LEASE_HEADER, LIMITED_HEADER};
 use super::route::{route, route_head, serve_local, Local, Route};
 use crate::auth::{Caller, KeyVerifier, SeenTokens, CALLER_HEADER};
 use crate::effects::Reply;
@@ -72,8 +73,18 @@ enum Stage {
     /// To be served here (boxed: the typed request is most of it, and the
     /// other stages are small).
     Serve(Box<Local>),
+    /// Routed, waiting for its principal's meter to admit it.
+    Metered(Box<Admission>),
     /// Answered or forwarded.
     Done,
+}
+
+/// A routed request its meter was asked about.
+struct Admission {
+    route: Route,
+    metered: Metered,
+    /// The meter's object, and the round's lease there.
+    lease: (String, String),
 }
 
 /// Which paths keep their query, decided as the request comes in: a
@@ -304,12 +315,61 @@ impl Inbound {
     }
 
     fn route(&mut self, server: &Server) -> Step {
-        match route(server, &self.http, &self.env) {
+        let (route, metered) = route(server, &self.http, &self.env);
+        // A call its principal's limits apply to asks the meter first.
+        if let Some(m) = metered {
+            let principal = self.caller.as_ref().map(|c| c.principal.as_str());
+            let lease = format!("l{}", crate::server::new_call_id(&self.env));
+            if let Some((meter, ask)) = admit_request(server, principal.unwrap_or(""), &m, &lease) {
+                self.stage = Stage::Metered(Box::new(Admission {
+                    route,
+                    metered: m,
+                    lease: (meter.clone(), lease),
+                }));
+                return Step::Ask(vec![(meter, ask)]);
+            }
+        }
+        self.go(route, None)
+    }
+
+    /// Serves or forwards a routed request, under `lease` if its meter
+    /// gave one: the lease goes where the round runs, which releases it.
+    fn go(&mut self, route: Route, lease: Option<(String, String)>) -> Step {
+        let header =
+            lease.map(|(meter, lease)| (LEASE_HEADER.to_string(), format!("{meter} {lease}")));
+        match route {
             Route::Local(local) => {
+                self.http.headers.extend(header);
                 self.stage = Stage::Serve(Box::new(local));
                 Step::Serve
             }
-            Route::Object { name, request } => self.forward(name, request, false),
+            Route::Object { name, mut request } => {
+                request.headers.extend(header);
+                self.forward(name, request, false)
+            }
+        }
+    }
+
+    /// The meter's answer: run it, or refuse it (`-32029`, 429) before
+    /// anything runs or is stored. A new task is kept instead, `working`,
+    /// and runs when its meter admits it.
+    fn admitted(&mut self, server: &Server, a: Admission, answer: Option<&HttpResponse>) -> Step {
+        let refusal = match answer.map(verdict) {
+            Some(crate::limits::Verdict::Refused(r)) => r,
+            _ => return self.go(a.route, Some(a.lease)),
+        };
+        let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
+        server.log(super::meter::refusal_line(server, principal, &refusal));
+        match a.route {
+            Route::Object { name, mut request } if a.metered.task => {
+                let text = serde_json::to_string(&refusal).unwrap_or_default();
+                request.headers.push((LIMITED_HEADER.to_string(), text));
+                self.forward(name, request, false)
+            }
+            _ => Step::Answer(Reply::new(error_response(
+                &refusal.error(),
+                Some(&a.metered.id),
+            ))),
         }
     }
 
@@ -338,6 +398,10 @@ impl Inbound {
             }
             _ => Reply::new(HttpResponse::empty(500)),
         };
+        // The round ran here: its place at the meter is free.
+        if let Some((_, value)) = self.http.headers.iter().find(|(k, _)| k == LEASE_HEADER) {
+            super::meter::release(server, value);
+        }
         vary(&mut reply.response);
         reply
     }
@@ -355,6 +419,12 @@ impl Inbound {
         allow(unused_variables)
     )]
     pub fn answers(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        if let Stage::Metered(_) = &self.stage {
+            let Stage::Metered(a) = std::mem::replace(&mut self.stage, Stage::Done) else {
+                return Step::Answer(Reply::new(HttpResponse::empty(500)));
+            };
+            return answered(self.admitted(server, *a, answers.first()));
+        }
         let step = match &mut self.stage {
             #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
             Stage::Admin(job) => {

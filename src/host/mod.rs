@@ -16,6 +16,8 @@
 //!   credentials (OAuth, the wrapper's props) to `crate::auth`.
 //! - `route.rs`: where a request is served; the internal headers objects read.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
+//! - `meter.rs`: limits where a request comes in: which requests ask their
+//!   principal's meter, and a meter's object serving it.
 //! - `page.rs`: pages beside `/mcp`, and a page's completion of a URL-mode
 //!   elicitation in the object that keeps the call.
 
@@ -24,6 +26,7 @@ mod auth;
 mod cors;
 mod inbound;
 mod kept;
+mod meter;
 mod object;
 mod outside;
 pub mod page;
@@ -31,6 +34,7 @@ mod route;
 
 pub use cors::apply as apply_cors;
 pub use inbound::{Inbound, Step};
+pub use meter::{admission_request, admitted, meter_notes};
 pub use object::{alarm, handle_in_object, hub_broadcast};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
@@ -52,4 +56,6 @@ pub struct Stores<'a> {
     pub task: &'a dyn TaskStore,
     /// The hub's admin index (see [`crate::index`]).
     pub index: &'a dyn IndexStore,
+    /// A principal's meter (see [`crate::limits`]).
+    pub meter: &'a dyn crate::limits::MeterStore,
 }

@@ -29,6 +29,10 @@ pub async fn handle_in_object(
     stores: &Stores<'_>,
 ) -> Reply {
     let mut reply = handle(server, req, env, stores).await;
+    // A round admitted by its meter ran here: its place there is free.
+    if let Some(lease) = req.header(super::meter::LEASE_HEADER) {
+        super::meter::release(server, lease);
+    }
     super::cors::vary(&mut reply.response);
     reply
 }
@@ -44,6 +48,9 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
     #[cfg(any(feature = "admin", not(target_arch = "wasm32")))]
     if req.header(super::admin::object::ADMIN_HEADER).is_some() {
         return super::admin::object::serve(server, req, env, stores).await;
+    }
+    if req.header(super::meter::METER_HEADER).is_some() {
+        return super::meter::serve(stores.meter, req, env.now_ms);
     }
     match req.header(HUB_HEADER) {
         Some("listen") => return server.serve(req, env, Place::Worker, None, None).await,

@@ -57,8 +57,11 @@ pub(super) const ELICITATION_HEADER: &str = "x-durable-mcp-elicitation";
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
 /// `listen` or `broadcast`, on requests to the hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 8] = [
+const INTERNAL_HEADERS: [&str; 11] = [
     super::admin::object::ADMIN_HEADER,
+    super::meter::METER_HEADER,
+    super::meter::LEASE_HEADER,
+    super::meter::LIMITED_HEADER,
     ELICITATION_HEADER,
     CALL_ID_HEADER,
     SESSION_ID_HEADER,
@@ -161,10 +164,16 @@ pub(super) async fn serve_local(
 /// Decides where `req` is served. Anything unusual (bad JSON, bad state, an
 /// unknown tool, an HTTP method no object serves) stays local, where it gets
 /// its proper error.
-pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
+pub(super) fn route(
+    server: &Server,
+    req: &HttpRequest,
+    env: &Env,
+) -> (Route, Option<super::meter::Metered>) {
     // A session's requests are routed by their header alone, and their body
-    // is read in the session's object (or, for a malformed id, never).
-    let message = if req.method == "POST" && req.header(SESSION_HEADER).is_none() {
+    // is read in the session's object (or, for a malformed id, never) —
+    // unless limits are on: then a session's calls ask their meter too.
+    let parse = req.header(SESSION_HEADER).is_none() || server.limits.any();
+    let message = if req.method == "POST" && parse {
         parse_message(&req.body).ok()
     } else {
         None
@@ -178,7 +187,12 @@ pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
         .filter(|r| r.kind == Some(Method::ToolsCall))
         .and_then(|r| r.params.as_call().ok())
         .and_then(|p| server.registry.tool_index(&p.name));
-    match object_for(server, req, env, request, tool) {
+    let object = object_for(server, req, env, request, tool);
+    let metered = request.and_then(|r| {
+        let name = object.as_ref().map(|(n, _)| n.as_str());
+        super::meter::metered(server, r, tool, name, env.now_ms)
+    });
+    let route = match object {
         Some((name, internal)) => Route::Object {
             name,
             request: forwarded(req, &internal),
@@ -186,7 +200,8 @@ pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
         None => Route::Local(Local {
             parsed: message.map(|message| Parsed { message, tool }),
         }),
-    }
+    };
+    (route, metered)
 }
 
 /// Routes a request by its head (method, path, headers; `head.body` is
@@ -197,10 +212,12 @@ pub(super) fn route(server: &Server, req: &HttpRequest, env: &Env) -> Route {
 /// read the body and call [`route`], which decides everything else.
 pub(super) fn route_head(server: &Server, head: &HttpRequest, env: &Env) -> Option<Route> {
     head.header(SESSION_HEADER)?;
-    if head.method == "POST" && head.header("content-length").is_none() {
+    // With limits on, a session's calls are read to be metered.
+    let read = head.header("content-length").is_none() || server.limits.any();
+    if head.method == "POST" && read {
         return None;
     }
-    let route = route(server, head, env);
+    let (route, _) = route(server, head, env);
     matches!(route, Route::Object { .. }).then_some(route)
 }
 
@@ -447,7 +464,7 @@ mod tests {
             ],
             "{}",
         );
-        match route(&server, &req, &env) {
+        match route(&server, &req, &env).0 {
             Route::Object { name, request } => {
                 assert_eq!(name, "session:abc123");
                 assert_eq!(request.header(CALL_ID_HEADER), None);
@@ -459,7 +476,7 @@ mod tests {
         for method in ["PUT", "PATCH", "HEAD", "OPTIONS"] {
             req.method = method.into();
             assert!(
-                matches!(route(&server, &req, &env), Route::Local(_)),
+                matches!(route(&server, &req, &env).0, Route::Local(_)),
                 "{method} must not reach a session object"
             );
         }

@@ -86,6 +86,9 @@ pub struct Config {
     /// The round's OTLP/JSON span in that line (`ROUND_SPANS`, default on;
     /// `0` off). With `ROUND_LOGS=0` the span is the line.
     pub round_spans: bool,
+    /// Limits per principal and per tool from the `LIMITS` var (JSON,
+    /// [`crate::limits::Policy::parse`]), over the code's, kind by kind.
+    pub limits: Option<crate::limits::Policy>,
 }
 
 /// Which rounds write a log line (`ROUND_LOGS`).
@@ -132,6 +135,7 @@ impl Default for Config {
             retain_failed_ms: None,
             round_logs: RoundLogs::Kept,
             round_spans: true,
+            limits: None,
         }
     }
 }
@@ -172,6 +176,9 @@ impl Config {
     /// - `ROUND_LOGS`: `kept` (default: each round of a durable, session or
     ///   task call writes a line), `all` (stateless rounds too), `0`;
     ///   `ROUND_SPANS`: `0` leaves the span out of the line
+    /// - `LIMITS`: limits per principal and per tool, JSON
+    ///   (`{"all": {"rate": "100/60s", "held": 20, "active": 4, "daily":
+    ///   5000}, "tools": {…}, "principals": {"name": {…}}}`), over the code's
     pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
         let mut c = Self::default();
         if let Some(v) = get("SERVER_NAME") {
@@ -246,6 +253,9 @@ impl Config {
         }
         if let Some(n) = num("CALL_SHARDS")? {
             c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
+        }
+        if let Some(v) = get("LIMITS").filter(|v| !v.trim().is_empty()) {
+            c.limits = Some(crate::limits::Policy::parse(&v)?);
         }
         if let Some(v) = get("ADMIN_TOKENS") {
             c.admin_tokens = crate::auth::parse_api_tokens(&v)

@@ -84,6 +84,12 @@ pub struct Server {
     logs: std::cell::RefCell<Vec<String>>,
     /// [`Server::scopes`], once built.
     scopes: std::cell::OnceCell<crate::auth::ScopePolicy>,
+    /// Every limit the server enforces: the code's, with the `LIMITS`
+    /// var's over them.
+    pub limits: crate::limits::Policy,
+    /// What rounds told their principals' meters since the host last took
+    /// them, each with its meter's object ([`Server::take_notes`]).
+    notes: std::cell::RefCell<Vec<(String, crate::limits::Note)>>,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -106,6 +112,8 @@ pub(crate) struct Ctx<'a> {
     pub(crate) durable: Option<&'a Durable<'a>>,
     /// Set when the request is served inside a task's Durable Object.
     pub(crate) task: Option<&'a TaskHost<'a>>,
+    /// A new task a limit held back: why (the Worker's refusal).
+    pub(crate) limited: Option<crate::limits::Refusal>,
 }
 
 impl Ctx<'_> {
@@ -139,6 +147,42 @@ impl Server {
     pub fn take_logs(&self) -> Vec<String> {
         std::mem::take(&mut *self.logs.borrow_mut())
     }
+
+    /// Queues a note for a meter (its object's name).
+    pub(crate) fn note(&self, meter: String, note: crate::limits::Note) {
+        self.notes.borrow_mut().push((meter, note));
+    }
+
+    /// Whether any limit applies to `principal`'s calls: only then do its
+    /// calls' pauses reach its meter.
+    pub(crate) fn limits_apply(&self, principal: &str) -> bool {
+        self.limits.every.any()
+            || self
+                .limits
+                .principals
+                .get(principal)
+                .is_some_and(|s| s.any())
+    }
+
+    /// The notes for the meters queued since the last call: the host
+    /// sends them ([`crate::host::meter_notes`]).
+    pub fn take_notes(&self) -> Vec<(String, crate::limits::Note)> {
+        std::mem::take(&mut *self.notes.borrow_mut())
+    }
+}
+
+/// The limits the code sets (the registry's, each tool's), with the
+/// `LIMITS` var's over them.
+fn limits_of(config: &Config, registry: &Registry) -> crate::limits::Policy {
+    let mut code = crate::limits::Policy::default();
+    code.every.all = registry.limits;
+    for t in registry.tools.iter().filter(|t| t.limits.any()) {
+        code.every.tools.insert(t.name.clone(), t.limits);
+    }
+    match &config.limits {
+        Some(var) => code.overlaid(var),
+        None => code,
+    }
 }
 
 /// A fresh call id from the request's randomness.
@@ -159,12 +203,15 @@ impl Server {
     /// A server with `config` offering `registry`.
     pub fn new(config: Config, registry: Registry) -> Self {
         crate::store::log::set_call_cap(config.max_call_bytes);
+        let limits = limits_of(&config, &registry);
         Self {
             config,
             registry,
             paused: Default::default(),
             logs: Default::default(),
             scopes: Default::default(),
+            limits,
+            notes: Default::default(),
         }
     }
 
@@ -285,6 +332,9 @@ impl Server {
             host: req.header("host"),
             durable,
             task,
+            limited: task
+                .and(req.header(crate::limits::LIMITED_HEADER))
+                .and_then(|t| serde_json::from_str(t).ok()),
         };
         // Requests without 2026 `_meta` that use a seed wire are served
         // there; everything else is held to the 2026-07-28 rules.
@@ -474,8 +524,8 @@ pub fn error_response(e: &McpError, id: Option<&Value>) -> HttpResponse {
         ErrorKind::MethodNotAllowed => {
             resp = resp.with_header("allow", "POST");
         }
-        // When to try again, where the error says (a paused tool).
-        ErrorKind::Unavailable => {
+        // When to try again, where the error says (a paused tool, a limit).
+        ErrorKind::Unavailable | ErrorKind::Limited => {
             if let Some(s) = e.data.as_ref().and_then(|d| d["retryAfter"].as_u64()) {
                 resp = resp.with_header("retry-after", s.to_string());
             }

@@ -225,6 +225,9 @@ pub(crate) fn record(
     ended: &Ended<'_>,
 ) {
     let config = &server.config;
+    if journal.is_some() {
+        held(server, end, ended);
+    }
     // A round kept nowhere (a stateless call's) is logged only when asked
     // for: a line costs a stateless round trip about a third of its time.
     if journal.is_none() && config.round_logs != super::config::RoundLogs::All {
@@ -237,6 +240,33 @@ pub(crate) fn record(
     }
     let ev = event(ended, end, &m, parent.as_ref());
     log(server, &ev);
+}
+
+/// Tells the principal's meter, where limits apply to it, that a call it
+/// keeps is held paused (until its keeper's idle TTL) or no longer held.
+/// A parked round leaves it as it was.
+fn held(server: &Server, end: crate::engine::RoundEnd, ended: &Ended<'_>) {
+    use crate::engine::RoundEnd;
+    if !server.limits_apply(ended.principal) {
+        return;
+    }
+    let c = &server.config;
+    let ttl = match ended.wire {
+        "session" => c.session_ttl_ms,
+        "task" => c.task_ttl_ms,
+        _ => c.state_ttl_ms,
+    };
+    let until = match end {
+        RoundEnd::Paused => ended.now_ms.saturating_add(ttl),
+        RoundEnd::Parked => return,
+        _ => 0,
+    };
+    let note = crate::limits::Note::Held {
+        call: ended.call_id.to_string(),
+        tool: ended.tool.to_string(),
+        until,
+    };
+    server.note(crate::limits::meter_name(ended.principal), note);
 }
 
 /// The round's event, as its log line and its span carry it.

@@ -26,6 +26,7 @@ mod index_store;
 mod js;
 mod keys;
 mod log_rows;
+mod meter_store;
 mod object;
 mod session_store;
 mod sql;
@@ -145,6 +146,22 @@ pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
     for (name, req) in host::hub_broadcast(server, &changes) {
         if let Err(e) = forward(env, &name, &req, None).await {
             worker::console_error!("broadcast to {name} failed: {e}");
+        }
+    }
+}
+
+/// Sends the notes rounds queued for their principals' meters (a lease
+/// released, a call held or let go), before the response goes: the next
+/// request then finds the counts as they are. A failure is logged: the
+/// meter's rows run out on their own.
+pub(crate) async fn send_notes(server: &Server, env: &Env) {
+    let notes = server.take_notes();
+    if notes.is_empty() {
+        return;
+    }
+    for (name, req) in host::meter_notes(notes) {
+        if let Err(e) = forward(env, &name, &req, None).await {
+            worker::console_error!("notes to {name} failed: {e}");
         }
     }
 }

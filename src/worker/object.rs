@@ -15,6 +15,7 @@ use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
 use super::index_store::SqliteIndex;
 use super::log_rows::Held;
+use super::meter_store::SqliteMeter;
 use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
@@ -72,17 +73,19 @@ impl Object {
             &isolate.object_headers,
         )
         .await?;
-        let (call, session, task, index) = self.storage();
+        let (call, session, task, index, meter) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
             index: &index,
+            meter: &meter,
         };
         let env = request_env();
         super::refresh_paused(&isolate, &self.env, env.now_ms, None);
         let reply = host::handle_in_object(server, &http, &env, &stores).await;
         let response = self.apply(server, reply).await;
+        super::send_notes(server, &self.env).await;
         super::write_logs(server);
         response
     }
@@ -94,23 +97,45 @@ impl Object {
         let server = &isolate.server;
         // Firing, it is no longer armed.
         self.alarm.set(Some(None));
-        let (call, session, task, index) = self.storage();
+        let (call, session, task, index, meter) = self.storage();
         let stores = Stores {
             call: &call,
             session: &session,
             task: &task,
             index: &index,
+            meter: &meter,
         };
         let now_ms = request_env().now_ms;
         super::refresh_paused(&isolate, &self.env, now_ms, None);
-        let effects = host::alarm(server, &stores, now_ms)
+        let mut effects = host::alarm(server, &stores, now_ms)
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
+        // A task a limit held back asks its meter; the answer is this
+        // object's to take in.
+        let asks: Vec<_> = effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::Admit(a) => Some(a.clone()),
+                _ => None,
+            })
+            .collect();
+        for a in &asks {
+            let (name, req) = host::admission_request(a);
+            let answer = match super::forward(&self.env, &name, &req, None).await {
+                Ok(resp) => super::read_response(resp).await,
+                Err(_) => crate::http::HttpResponse::empty(502),
+            };
+            let more = host::admitted(server, &stores, a, &answer, now_ms)
+                .await
+                .map_err(|e| worker::Error::RustError(e.message))?;
+            effects.extend(more);
+        }
         let reply = Reply {
             response: crate::http::HttpResponse::empty(204),
             effects,
         };
         let response = self.apply(server, reply).await;
+        super::send_notes(server, &self.env).await;
         super::write_logs(server);
         response
     }
@@ -124,13 +149,15 @@ impl Object {
         SqliteSessionStore<'_>,
         SqliteTaskStore<'_>,
         SqliteIndex,
+        SqliteMeter,
     ) {
         let sql = self.state.storage().sql();
         (
             SqliteStore::new(sql.clone(), &self.held),
             SqliteSessionStore::new(sql.clone(), &self.session_meta, &self.held),
             SqliteTaskStore::new(sql.clone(), &self.held),
-            SqliteIndex::new(sql),
+            SqliteIndex::new(sql.clone()),
+            SqliteMeter::new(sql),
         )
     }
 
@@ -153,6 +180,8 @@ impl Object {
         match effect {
             // Sent to the hub by `apply`, together.
             Effect::ListChanged(_) | Effect::TaskChanged(_) | Effect::Indexed(_) => {}
+            // Asked by `alarm`, which takes the answer in.
+            Effect::Admit(_) => {}
             Effect::Listen(listen) => {
                 let (tx, rx) = unbounded();
                 self.listeners.borrow_mut().push((tx, listen.clone()));

@@ -49,6 +49,8 @@ enum Stage {
     Pause,
     /// The hub, spending a sign-in link.
     Enter,
+    /// Principals' meters, in the order of `meters`.
+    Limits(Vec<String>),
 }
 
 /// One admin request under way.
@@ -222,6 +224,25 @@ fn api(
         ("GET", ["calls", id]) => Ok(Op::Show((*id).to_string())),
         ("GET", ["tools"]) => Ok(Op::Tools),
         ("GET", ["tools", "versions"]) => Ok(Op::Versions),
+        ("GET", ["limits"]) => Ok(Op::Limits {
+            principal: None,
+            raise: None,
+        }),
+        ("GET", ["limits", p]) => Ok(Op::Limits {
+            principal: Some((*p).to_string()),
+            raise: None,
+        }),
+        ("POST", ["limits", p]) => {
+            let raise: crate::limits::Scoped = serde_json::from_slice(&req.body).map_err(|e| {
+                bad(format!(
+                    "the body is not limits ({{\"all\": {{…}}, \"tools\": {{…}}}}): {e}"
+                ))
+            })?;
+            Ok(Op::Limits {
+                principal: Some((*p).to_string()),
+                raise: Some(raise),
+            })
+        }
         ("POST", ["tools", tool, action @ ("pause" | "resume")]) => {
             if server.registry.find_tool(tool).is_none() {
                 return Err(Reply::new(error_response(
@@ -296,6 +317,19 @@ fn percent_encoding_decode(s: &str) -> String {
         .unwrap_or_default()
 }
 
+/// The principals an operator's listing of limits shows: each API
+/// token's name and each principal `LIMITS` names (an OAuth subject is
+/// asked for by name).
+fn known_principals(server: &Server) -> Vec<String> {
+    let mut names: Vec<String> = (server.config.sign_in.api_tokens().iter())
+        .map(|(_, name)| name.clone())
+        .collect();
+    names.extend(server.limits.principals.keys().cloned());
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// The names of every call shard.
 fn shards(server: &Server) -> Vec<String> {
     (0..server.config.call_shards)
@@ -359,6 +393,28 @@ impl Job {
                 Step::Ask(vec![ask(name, Ask::Show, &self.body(vec![id.clone()]))])
             }
             Op::Show(_) => Step::Ask(vec![entries]),
+            Op::Limits { principal, raise } => {
+                let principals = match principal {
+                    Some(p) => vec![p.clone()],
+                    None => known_principals(server),
+                };
+                let asks = principals
+                    .iter()
+                    .map(|p| {
+                        let limits = server.limits.for_principal(p);
+                        let a = match raise {
+                            Some(r) => crate::limits::Ask::Raise {
+                                limits,
+                                raise: r.clone(),
+                            },
+                            None => crate::limits::Ask::Usage { limits },
+                        };
+                        crate::host::meter::ask_request(p, &a)
+                    })
+                    .collect();
+                self.stage = Stage::Limits(principals);
+                Step::Ask(asks)
+            }
             Op::Enter(enter) => {
                 self.stage = Stage::Enter;
                 let body = Body {
@@ -401,6 +457,19 @@ impl Job {
             Stage::Show => {
                 let detail = answers.first().and_then(read::<CallDetail>);
                 self.answer_detail(server, detail)
+            }
+            Stage::Limits(ref principals) => {
+                let rows: Vec<Value> = principals
+                    .iter()
+                    .zip(&answers)
+                    .map(|(p, a)| {
+                        let mut usage = read::<Value>(a).unwrap_or(Value::Null);
+                        usage["principal"] = json!(p);
+                        usage
+                    })
+                    .collect();
+                let body = json!({ "principals": rows });
+                Step::Answer(Reply::new(super::json(200, &body)))
             }
             Stage::Enter => {
                 let first = answers

@@ -42,6 +42,13 @@ pub(crate) enum Op {
         tool: String,
         pause: bool,
     },
+    /// Principals' usage against their limits (`GET /admin/api/limits`,
+    /// `…/limits/<principal>`); with `raise`, an operator's limits for
+    /// that principal first (`POST`).
+    Limits {
+        principal: Option<String>,
+        raise: Option<crate::limits::Scoped>,
+    },
     /// A console sign-in link opened: spend it, then sign the browser in.
     Enter(Box<Enter>),
 }

@@ -19,11 +19,13 @@
 //! - `methods.rs`: `tasks/get`, `tasks/update`, `tasks/cancel`.
 //! - `slice.rs`: the alarm: one slice of the body; how a task settles.
 
+mod limited;
 mod methods;
 mod record;
 mod slice;
 mod start;
 
+pub use limited::admitted;
 pub(crate) use methods::{cancel_task, handle as handle_method};
 pub use record::{iso8601, wire_status, MemoryTaskStore, TaskRecord, TaskStore};
 pub use slice::alarm;

@@ -62,6 +62,14 @@ pub struct TaskRecord {
     /// the task (a cancel) notices.
     #[serde(default)]
     pub version: u64,
+    /// Held back by a limit: the refusal, until its meter admits it (the
+    /// task is `working`, and says so in its status message).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limited: Option<crate::limits::Refusal>,
+    /// The lease its meter admitted its first slice under, released when
+    /// that slice ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<String>,
 }
 
 impl crate::store::log::Record for TaskRecord {

@@ -31,6 +31,9 @@ pub async fn alarm(
     if task.status.is_final() {
         return Ok(vec![Effect::WakeAt(expires)]);
     }
+    if task.limited.is_some() {
+        return Ok(super::limited::ask(server, &task, now_ms));
+    }
     if !pass_internal(&mut task, now_ms) {
         // Still waiting (a timer not due yet, or the client).
         return Ok(vec![Effect::WakeAt(next_wake(server, &task, now_ms))]);
@@ -67,6 +70,7 @@ async fn slice(
         return Ok(vec![Effect::WakeAt(expires)]);
     }
     let stuck = settle(server, &mut task, run, now_ms);
+    super::limited::release(server, &mut task);
     let effects = store(server, host, task, now_ms);
     if stuck {
         return parked(effects, now_ms, server.config.parked_retry_ms, expires);
@@ -349,6 +353,9 @@ pub(super) fn next_wake(server: &Server, task: &TaskRecord, now_ms: u64) -> u64 
     let expires = expires_at(server, task);
     if task.status.is_final() {
         return expires;
+    }
+    if let Some(at) = super::limited::due(task) {
+        return at.min(expires);
     }
     let pending = &task.journal.pending;
     let runnable = pending.is_empty()

@@ -37,6 +37,14 @@ pub(crate) async fn call(
             "a task tool was called outside its task's Durable Object (routing bug)",
         ));
     };
+    if let Some(refusal) = &ctx.limited {
+        return held_back(
+            server,
+            host,
+            new_task(host, tool, args, &caps, ctx),
+            refusal,
+        );
+    }
     let round = first_round(server, tool, &args, request, meta, ctx).await?;
     let Some(run) = as_task(tool, &round)? else {
         return Ok(mrtr_shape(round));
@@ -50,6 +58,28 @@ pub(crate) async fn call(
     Ok(MethodReply {
         result,
         notifications: round.notifications,
+        listen: None,
+        effects,
+    })
+}
+
+/// A new task a limit held back: kept `working`, saying why, its first
+/// slice run when its meter admits it (its alarm asks, at the time the
+/// refusal names).
+fn held_back(
+    server: &Server,
+    host: &TaskHost<'_>,
+    mut task: TaskRecord,
+    refusal: &crate::limits::Refusal,
+) -> Result<MethodReply, McpError> {
+    super::limited::wait(&mut task, refusal);
+    let now = task.created_ms;
+    let effects = store(server, host, task.clone(), now)?;
+    let mut result = task_fields(server, &task);
+    result["resultType"] = json!("task");
+    Ok(MethodReply {
+        result,
+        notifications: Vec::new(),
         listen: None,
         effects,
     })
@@ -156,5 +186,7 @@ fn new_task(
         result: None,
         error: None,
         version: 0,
+        limited: None,
+        lease: None,
     }
 }

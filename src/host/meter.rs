@@ -1,0 +1,210 @@
+//! Limits, where a request comes in: which requests ask their principal's
+//! meter before they run ([`metered`]), the meter's requests and answers,
+//! the notes rounds leave for it ([`meter_notes`]), and a meter's object
+//! serving them ([`serve`]). What the limits are and how a meter decides
+//! is [`crate::limits`].
+
+use serde_json::Value;
+
+use crate::effects::Reply;
+use crate::error::McpError;
+use crate::http::{HttpRequest, HttpResponse};
+use crate::limits::{meter, Admit, Ask, MeterStore, Note, Verdict};
+use crate::protocol::params::State;
+use crate::protocol::{ClientRequest, Method, Request};
+use crate::server::{error_response, Server};
+
+/// On requests to a principal's meter.
+pub(super) const METER_HEADER: &str = "x-durable-mcp-meter";
+pub(super) use crate::limits::{LEASE_HEADER, LIMITED_HEADER};
+
+/// A request its principal's meter is asked about before it runs.
+#[derive(Debug, Clone)]
+pub(super) struct Metered {
+    /// The tool it calls.
+    pub(super) tool: String,
+    /// A new call (else a paused call's next round).
+    pub(super) new: bool,
+    /// It starts a task: over a limit it waits rather than fails.
+    pub(super) task: bool,
+    /// Its JSON-RPC id, for a refusal.
+    pub(super) id: Value,
+}
+
+/// Whether `msg`, routed to `object` (`None`: served here), is metered:
+/// only while some limit is set, and only a call of a tool this server
+/// serves. A new call of every wire, and a paused call's next round where
+/// the Worker sees it (its state token, a saga's resume); a session's
+/// answers and a task's later slices continue in their objects unasked.
+pub(super) fn metered(
+    server: &Server,
+    msg: &Request,
+    tool: Option<usize>,
+    object: Option<&str>,
+    now_ms: u64,
+) -> Option<Metered> {
+    if !server.limits.any() {
+        return None;
+    }
+    let (name, new) = match (msg.kind?, &msg.params) {
+        (Method::ToolsCall, ClientRequest::Call(p)) => {
+            let state = matches!(p.request_state, Some(State::Token(_)))
+                || msg.raw.get("requestState").is_some();
+            (p.name.clone(), !state)
+        }
+        (Method::ToolsCallSaga, ClientRequest::Call(p)) => (p.name.clone(), true),
+        (Method::ToolsResumeSaga, ClientRequest::ResumeSaga(p)) => {
+            let claims =
+                crate::token::open_unbound(&server.config.keys, &p.saga_token, now_ms).ok()?;
+            (claims.target, false)
+        }
+        _ => return None,
+    };
+    if tool.is_none() && server.registry.find_tool(&name).is_none() {
+        return None;
+    }
+    let task = new
+        && msg.kind == Some(Method::ToolsCall)
+        && object.is_some_and(|o| o.starts_with("task:"));
+    Some(Metered {
+        tool: name,
+        new,
+        task,
+        id: msg.id.clone(),
+    })
+}
+
+/// The request asking `principal`'s meter whether `m` may run under
+/// `lease`; `None` when no limit applies to it (nothing is asked).
+pub(super) fn admit_request(
+    server: &Server,
+    principal: &str,
+    m: &Metered,
+    lease: &str,
+) -> Option<(String, HttpRequest)> {
+    let limits = server.limits.for_principal(principal).for_tool(&m.tool);
+    if !limits.all.any() && !limits.tool.any() {
+        return None;
+    }
+    let ask = Ask::Admit(Admit {
+        tool: m.tool.clone(),
+        lease: lease.to_string(),
+        new: m.new,
+        limits,
+        lease_ms: server.config.claim_timeout_ms,
+    });
+    Some(ask_request(principal, &ask))
+}
+
+/// A request to `principal`'s meter.
+pub(crate) fn ask_request(principal: &str, ask: &Ask) -> (String, HttpRequest) {
+    (crate::limits::meter_name(principal), meter_request(ask))
+}
+
+fn meter_request(ask: &Ask) -> HttpRequest {
+    HttpRequest {
+        method: "POST".into(),
+        path: "/mcp".into(),
+        headers: vec![(METER_HEADER.to_string(), "1".to_string())],
+        body: serde_json::to_vec(ask).unwrap_or_default(),
+    }
+}
+
+/// The meter's answer to an admit. A meter that could not answer lets
+/// the round run: a limit is not worth an outage.
+pub(crate) fn verdict(resp: &HttpResponse) -> Verdict {
+    match (resp.status, &resp.body) {
+        (200, crate::http::Body::Bytes(b)) => {
+            serde_json::from_slice(b).unwrap_or(Verdict::Admitted)
+        }
+        _ => Verdict::Admitted,
+    }
+}
+
+/// Releases the lease a round ran under (the [`LEASE_HEADER`]'s value:
+/// the meter's object and the lease): queued for the host to send.
+pub(super) fn release(server: &Server, value: &str) {
+    if let Some((meter, lease)) = value.split_once(' ') {
+        server.note(meter.to_string(), Note::Release(lease.to_string()));
+    }
+}
+
+/// The log line a refusal writes: the limit and whose (the principal as a
+/// digest, as a round's line names it).
+pub(super) fn refusal_line(server: &Server, principal: &str, r: &crate::limits::Refusal) -> String {
+    serde_json::json!({
+        "event": "limited",
+        "service": server.config.name,
+        "principal": crate::trace::principal_digest(principal),
+        "tool": r.tool,
+        "limit": r.limit,
+        "scope": r.scope,
+        "max": r.max,
+        "retryAfter": r.retry_after,
+    })
+    .to_string()
+}
+
+/// The requests carrying `notes` (each for a meter's object) to their
+/// meters, one per meter.
+pub fn meter_notes(notes: Vec<(String, Note)>) -> Vec<(String, HttpRequest)> {
+    let mut by: std::collections::BTreeMap<String, Vec<Note>> = Default::default();
+    for (meter, note) in notes {
+        by.entry(meter).or_default().push(note);
+    }
+    by.into_iter()
+        .map(|(meter, notes)| (meter, meter_request(&Ask::Notes { notes })))
+        .collect()
+}
+
+/// A request to a principal's meter, in its object.
+pub(super) fn serve(store: &dyn MeterStore, req: &HttpRequest, now_ms: u64) -> Reply {
+    let ask: Ask = match serde_json::from_slice(&req.body) {
+        Ok(a) => a,
+        Err(e) => {
+            let e = McpError::invalid_request(format!("Invalid Request: not a meter request: {e}"));
+            return Reply::new(error_response(&e, None));
+        }
+    };
+    let answer = match &ask {
+        Ask::Admit(a) => meter::admit(store, now_ms, a)
+            .and_then(|v| serde_json::to_value(v).map_err(|e| McpError::internal(e.to_string()))),
+        Ask::Notes { notes } => meter::note(store, now_ms, notes).map(|()| Value::Null),
+        Ask::Usage { limits } => meter::usage(store, now_ms, limits),
+        Ask::Raise { limits, raise } => {
+            meter::raise(store, raise).and_then(|()| meter::usage(store, now_ms, limits))
+        }
+    };
+    match answer {
+        Ok(v) => Reply::new(HttpResponse::json(200, &v)),
+        Err(e) => Reply::new(error_response(&e, None)),
+    }
+}
+
+/// The request an [`crate::effects::Effect::Admit`] sends: the admit, to
+/// its meter.
+pub fn admission_request(a: &crate::limits::Admission) -> (String, HttpRequest) {
+    (a.meter.clone(), meter_request(&Ask::Admit(a.admit.clone())))
+}
+
+/// The meter's `answer` to the [`crate::effects::Effect::Admit`] this
+/// object asked (a task a limit held back): the effects of running it or
+/// of waiting again.
+pub async fn admitted(
+    server: &Server,
+    stores: &super::Stores<'_>,
+    a: &crate::limits::Admission,
+    answer: &HttpResponse,
+    now_ms: u64,
+) -> Result<Vec<crate::effects::Effect>, McpError> {
+    let Some(task) = stores.task.load()? else {
+        server.note(a.meter.clone(), Note::Release(a.admit.lease.clone()));
+        return Ok(Vec::new());
+    };
+    let host = crate::server::task::TaskHost {
+        task_id: task.task_id,
+        store: stores.task,
+    };
+    let v = verdict(answer);
+    crate::server::task::admitted(server, &host, &a.admit.lease, v, now_ms).await
+}

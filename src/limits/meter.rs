@@ -1,0 +1,578 @@
+//! A principal's meter: the exact counts its limits are held to, kept in
+//! one Durable Object per principal (`meter:<digest>`), so no principal's
+//! traffic queues behind another's, and decided here, sans-IO, over a
+//! [`MeterStore`].
+//!
+//! One table of rows, each live until its `until`:
+//! - `rate` / `daily`: a fixed window's count of new calls (`key` the scope
+//!   and the window's start; `n` the count);
+//! - `active`: a round running (`key` its lease), until its lease runs out
+//!   (a round that dies unreported frees its place then);
+//! - `held`: a call kept paused (`key` the call), until its idle TTL;
+//! - `raise`: an operator's limits for this principal, over the code's and
+//!   the vars'.
+
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::policy::{Applied, Limits, Scoped};
+use crate::error::{ErrorKind, McpError};
+
+/// One row of a meter's table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Row {
+    /// `rate`, `daily`, `active`, `held` or `raise`.
+    pub kind: String,
+    /// What the row is of (a window, a lease, a call).
+    pub key: String,
+    /// The tool it counts for.
+    pub tool: String,
+    /// Its count (a window's); 1 otherwise.
+    pub n: u64,
+    /// When it stops counting (ms since the epoch).
+    pub until: u64,
+    /// An operator's limits (`raise`), as JSON.
+    #[serde(default)]
+    pub text: String,
+}
+
+/// A meter's storage: synchronous, as a Durable Object's SQLite is.
+pub trait MeterStore {
+    /// How many live rows of `kind` (of `tool`, if named) there are.
+    fn count(&self, kind: &str, tool: Option<&str>, now_ms: u64) -> Result<u64, McpError>;
+    /// The row of `kind` at `key`, live or not.
+    fn get(&self, kind: &str, key: &str) -> Result<Option<Row>, McpError>;
+    /// Writes `row` (replacing the one at its kind and key).
+    fn put(&self, row: &Row) -> Result<(), McpError>;
+    /// Deletes the row of `kind` at `key`, if any.
+    fn delete(&self, kind: &str, key: &str) -> Result<(), McpError>;
+    /// Deletes every row that stopped counting by `now_ms`.
+    fn expire(&self, now_ms: u64) -> Result<(), McpError>;
+    /// Every live row (an operator's view).
+    fn live(&self, now_ms: u64) -> Result<Vec<Row>, McpError>;
+}
+
+/// The kinds of limit, as a refusal names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// New calls per period.
+    Rate,
+    /// New calls per UTC day.
+    Daily,
+    /// Calls held paused at once.
+    Held,
+    /// Rounds running at once.
+    Active,
+}
+
+impl Kind {
+    fn as_str(self) -> &'static str {
+        match self {
+            Kind::Rate => "rate",
+            Kind::Daily => "daily",
+            Kind::Held => "held",
+            Kind::Active => "active",
+        }
+    }
+}
+
+/// What a meter is asked.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "op", rename_all = "lowercase")]
+pub enum Ask {
+    /// May this round run?
+    Admit(Admit),
+    /// Rounds ended and calls paused or went.
+    Notes {
+        /// What happened, in order.
+        notes: Vec<Note>,
+    },
+    /// The principal's usage against `limits` (the code's and the vars').
+    Usage {
+        /// The limits the server holds the principal to.
+        limits: Scoped,
+    },
+    /// An operator's limits for this principal, kind by kind over the
+    /// code's and the vars' (`null` kinds are left as those say); answered
+    /// with the usage, as [`Ask::Usage`] is.
+    Raise {
+        /// The limits the server holds the principal to.
+        limits: Scoped,
+        /// The operator's.
+        raise: Scoped,
+    },
+}
+
+/// A round asking to run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admit {
+    /// The tool it runs.
+    pub tool: String,
+    /// Its lease: what the round's end releases.
+    pub lease: String,
+    /// A new call (`false`: a paused call's next round, held only to
+    /// `active`).
+    pub new: bool,
+    /// The limits the server holds this call to.
+    pub limits: Applied,
+    /// How long the lease holds if its end is never reported.
+    pub lease_ms: u64,
+}
+
+/// What happened to a principal's round or call, for its meter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Note {
+    /// A round ended: its lease is free.
+    Release(String),
+    /// A kept call paused (`until`: its idle TTL) or ended (`until` 0).
+    Held {
+        /// The call (its admin handle).
+        call: String,
+        /// Its tool.
+        tool: String,
+        /// When it stops being held, unless it runs again first; 0: now.
+        until: u64,
+    },
+}
+
+/// Why a round may not run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    /// The limit reached.
+    pub limit: Kind,
+    /// `principal` (over all its calls) or `tool` (its calls of `tool`).
+    pub scope: String,
+    /// The tool called.
+    pub tool: String,
+    /// The limit's number.
+    pub max: u32,
+    /// The rate's window, for a rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub period: Option<String>,
+    /// Seconds to wait before trying again.
+    pub retry_after: u64,
+    /// When to try again (ms since the epoch).
+    pub retry_at: u64,
+}
+
+impl Refusal {
+    /// The error a client gets (`-32029`, HTTP 429 with `Retry-After`).
+    pub fn error(&self) -> McpError {
+        let whose = if self.scope == "tool" {
+            format!("calls of {:?}", self.tool)
+        } else {
+            "calls".to_string()
+        };
+        let what = match self.limit {
+            Kind::Rate => format!(
+                "at most {} new {whose} per {}",
+                self.max,
+                self.period.as_deref().unwrap_or("period")
+            ),
+            Kind::Daily => format!("at most {} new {whose} a day", self.max),
+            Kind::Held => format!("at most {} {whose} paused at once", self.max),
+            Kind::Active => format!("at most {} {whose} running at once", self.max),
+        };
+        McpError::new(
+            ErrorKind::Limited,
+            format!(
+                "Too many requests: {what} (the {} limit); retry after {} s",
+                self.limit.as_str(),
+                self.retry_after
+            ),
+        )
+        .with_data(json!({
+            "limit": self.limit,
+            "scope": self.scope,
+            "tool": self.tool,
+            "max": self.max,
+            "period": self.period,
+            "retryAfter": self.retry_after,
+            "retryAt": self.retry_at,
+        }))
+    }
+}
+
+/// A meter's answer to [`Ask::Admit`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Run it; report its end with [`Note::Release`].
+    Admitted,
+    /// Not now.
+    Refused(Refusal),
+}
+
+/// How long a client is told to wait for a place held by paused calls:
+/// they go when their clients answer, which the server cannot foresee.
+pub const HELD_RETRY_S: u64 = 10;
+/// How long a client is told to wait for a running round to end.
+pub const ACTIVE_RETRY_S: u64 = 1;
+const DAY_MS: u64 = 86_400_000;
+const ALL: &str = "*";
+
+/// The limits an operator raised for this principal, if any.
+fn raised(store: &dyn MeterStore) -> Result<Scoped, McpError> {
+    Ok(store
+        .get("raise", "")?
+        .and_then(|r| serde_json::from_str(&r.text).ok())
+        .unwrap_or_default())
+}
+
+/// Decides whether a round may run and, if so, counts it. Exact: each
+/// check reads the rows it limits, in the one object that keeps them.
+pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, McpError> {
+    store.expire(now_ms)?;
+    let raised = raised(store)?;
+    let scopes = [
+        (ALL, "principal", a.limits.all.overlaid(&raised.all)),
+        (
+            a.tool.as_str(),
+            "tool",
+            a.limits
+                .tool
+                .overlaid(&raised.tools.get(&a.tool).copied().unwrap_or_default()),
+        ),
+    ];
+    let refused = |limit, scope: &str, max, period, retry_at: u64| {
+        Verdict::Refused(Refusal {
+            limit,
+            scope: scope.to_string(),
+            tool: a.tool.clone(),
+            max,
+            period,
+            retry_after: retry_at.saturating_sub(now_ms).div_ceil(1000).max(1),
+            retry_at,
+        })
+    };
+    let tool_of = |key: &str| (key != ALL).then_some(key).map(str::to_string);
+    if a.new {
+        for (key, scope, l) in &scopes {
+            for (kind, max, per_ms) in windows(l) {
+                let start = now_ms - now_ms % per_ms;
+                let n = window_count(store, kind, key, start)?;
+                if n >= u64::from(max) {
+                    let period = (kind == Kind::Rate).then(|| format!("{}s", per_ms / 1000));
+                    return Ok(refused(kind, scope, max, period, start + per_ms));
+                }
+            }
+            if let Some(max) = l.held {
+                if store.count("held", tool_of(key).as_deref(), now_ms)? >= u64::from(max) {
+                    let at = now_ms + HELD_RETRY_S * 1000;
+                    return Ok(refused(Kind::Held, scope, max, None, at));
+                }
+            }
+        }
+    }
+    for (key, scope, l) in &scopes {
+        if let Some(max) = l.active {
+            if store.count("active", tool_of(key).as_deref(), now_ms)? >= u64::from(max) {
+                let at = now_ms + ACTIVE_RETRY_S * 1000;
+                return Ok(refused(Kind::Active, scope, max, None, at));
+            }
+        }
+    }
+    if a.new {
+        for (key, _, l) in &scopes {
+            for (kind, _, per_ms) in windows(l) {
+                let start = now_ms - now_ms % per_ms;
+                let n = window_count(store, kind, key, start)?;
+                store.put(&Row {
+                    kind: kind.as_str().into(),
+                    key: window_key(key, start),
+                    tool: key.to_string(),
+                    n: n + 1,
+                    until: start + per_ms,
+                    text: String::new(),
+                })?;
+            }
+        }
+    }
+    store.put(&Row {
+        kind: "active".into(),
+        key: a.lease.clone(),
+        tool: a.tool.clone(),
+        n: 1,
+        until: now_ms.saturating_add(a.lease_ms.max(1)),
+        text: String::new(),
+    })?;
+    Ok(Verdict::Admitted)
+}
+
+/// The windows a scope's limits count in: (kind, max, length in ms).
+fn windows(l: &Limits) -> Vec<(Kind, u32, u64)> {
+    let mut w = Vec::new();
+    if let Some(max) = l.daily {
+        w.push((Kind::Daily, max, DAY_MS));
+    }
+    if let Some(r) = l.rate {
+        w.push((Kind::Rate, r.max, u64::from(r.per_s) * 1000));
+    }
+    w
+}
+
+fn window_key(scope: &str, start: u64) -> String {
+    format!("{scope}@{start}")
+}
+
+fn window_count(
+    store: &dyn MeterStore,
+    kind: Kind,
+    scope: &str,
+    start: u64,
+) -> Result<u64, McpError> {
+    Ok(store
+        .get(kind.as_str(), &window_key(scope, start))?
+        .map_or(0, |r| r.n))
+}
+
+/// Takes what happened in: a round's lease freed, a call held or let go.
+pub fn note(store: &dyn MeterStore, now_ms: u64, notes: &[Note]) -> Result<(), McpError> {
+    for n in notes {
+        match n {
+            Note::Release(lease) => store.delete("active", lease)?,
+            Note::Held { call, until, .. } if *until <= now_ms => store.delete("held", call)?,
+            Note::Held { call, tool, until } => store.put(&Row {
+                kind: "held".into(),
+                key: call.clone(),
+                tool: tool.clone(),
+                n: 1,
+                until: *until,
+                text: String::new(),
+            })?,
+        }
+    }
+    Ok(())
+}
+
+/// Keeps an operator's limits for this principal.
+pub fn raise(store: &dyn MeterStore, limits: &Scoped) -> Result<(), McpError> {
+    let text = serde_json::to_string(limits).map_err(|e| McpError::internal(e.to_string()))?;
+    store.put(&Row {
+        kind: "raise".into(),
+        key: String::new(),
+        tool: String::new(),
+        n: 0,
+        until: u64::MAX,
+        text,
+    })
+}
+
+/// A principal's usage against its limits, for operators: per scope, the
+/// limits that hold (the operator's over `limits`) and what counts now.
+pub fn usage(
+    store: &dyn MeterStore,
+    now_ms: u64,
+    limits: &Scoped,
+) -> Result<serde_json::Value, McpError> {
+    store.expire(now_ms)?;
+    let raised = raised(store)?;
+    let held = limits.overlaid(&raised);
+    let rows = store.live(now_ms)?;
+    let mut tools: std::collections::BTreeSet<String> = held.tools.keys().cloned().collect();
+    tools.extend(
+        rows.iter()
+            .filter(|r| r.kind != "raise" && r.tool != ALL && !r.tool.is_empty())
+            .map(|r| r.tool.clone()),
+    );
+    let used = |scope: &str, l: &Limits| {
+        let of = |kind: &str| {
+            rows.iter()
+                .filter(|r| r.kind == kind && (scope == ALL || r.tool == scope))
+                .map(|r| r.n)
+                .sum::<u64>()
+        };
+        let window = |kind: Kind, per_ms: u64| {
+            let start = now_ms - now_ms % per_ms;
+            rows.iter()
+                .find(|r| r.kind == kind.as_str() && r.key == window_key(scope, start))
+                .map_or(0, |r| r.n)
+        };
+        json!({
+            "limits": l,
+            "rate": l.rate.map_or(0, |r| window(Kind::Rate, u64::from(r.per_s) * 1000)),
+            "daily": window(Kind::Daily, DAY_MS),
+            "held": of("held"),
+            "active": of("active"),
+        })
+    };
+    let per_tool: serde_json::Map<String, serde_json::Value> = tools
+        .iter()
+        .map(|t| {
+            let l = held.tools.get(t).copied().unwrap_or_default();
+            (t.clone(), used(t, &l))
+        })
+        .collect();
+    Ok(json!({
+        "all": used(ALL, &held.all),
+        "tools": per_tool,
+        "raised": raised,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::limits::MemoryMeter;
+
+    fn admit_one(m: &MemoryMeter, now: u64, lease: &str, new: bool, limits: Applied) -> Verdict {
+        let a = Admit {
+            tool: "t".into(),
+            lease: lease.into(),
+            new,
+            limits,
+            lease_ms: 60_000,
+        };
+        admit(m, now, &a).expect("a memory meter")
+    }
+
+    fn refused(v: &Verdict) -> Option<(Kind, &str)> {
+        match v {
+            Verdict::Refused(r) => Some((r.limit, r.scope.as_str())),
+            Verdict::Admitted => None,
+        }
+    }
+
+    #[test]
+    fn each_kind_trips_at_its_number() {
+        let m = MemoryMeter::default();
+        let rate = Applied {
+            all: Limits::new().rate(3, std::time::Duration::from_secs(60)),
+            tool: Limits::new(),
+        };
+        let t0 = 60_000 * 1000;
+        for i in 0..3 {
+            assert_eq!(
+                admit_one(&m, t0 + i, &format!("l{i}"), true, rate),
+                Verdict::Admitted
+            );
+            note(&m, t0 + i, &[Note::Release(format!("l{i}"))]).expect("a memory meter");
+        }
+        let v = admit_one(&m, t0 + 5, "l3", true, rate);
+        assert_eq!(refused(&v), Some((Kind::Rate, "principal")));
+        let Verdict::Refused(r) = &v else {
+            unreachable!()
+        };
+        assert_eq!(r.retry_at, t0 + 60_000);
+        assert_eq!(r.retry_after, 60);
+        // A paused call's next round is not a new call.
+        assert_eq!(admit_one(&m, t0 + 6, "l4", false, rate), Verdict::Admitted);
+        // The next window opens.
+        assert_eq!(
+            admit_one(&m, t0 + 60_000, "l5", true, rate),
+            Verdict::Admitted
+        );
+
+        let m = MemoryMeter::default();
+        let active = Applied {
+            all: Limits::new(),
+            tool: Limits::new().active(2),
+        };
+        assert_eq!(admit_one(&m, 1, "a", true, active), Verdict::Admitted);
+        assert_eq!(admit_one(&m, 1, "b", false, active), Verdict::Admitted);
+        assert_eq!(
+            refused(&admit_one(&m, 1, "c", true, active)),
+            Some((Kind::Active, "tool"))
+        );
+        note(&m, 2, &[Note::Release("a".into())]).expect("a memory meter");
+        assert_eq!(admit_one(&m, 2, "c", true, active), Verdict::Admitted);
+        // A lease never released frees its place when it runs out.
+        assert_eq!(admit_one(&m, 61_000, "d", true, active), Verdict::Admitted);
+
+        let m = MemoryMeter::default();
+        let held = Applied {
+            all: Limits::new().held(1),
+            tool: Limits::new(),
+        };
+        assert_eq!(admit_one(&m, 1, "a", true, held), Verdict::Admitted);
+        let paused = Note::Held {
+            call: "c1".into(),
+            tool: "t".into(),
+            until: 1000,
+        };
+        note(&m, 1, &[Note::Release("a".into()), paused]).expect("a memory meter");
+        assert_eq!(
+            refused(&admit_one(&m, 2, "b", true, held)),
+            Some((Kind::Held, "principal"))
+        );
+        // Its next round still runs, and once it ends there is room again.
+        assert_eq!(admit_one(&m, 3, "c", false, held), Verdict::Admitted);
+        let ended = Note::Held {
+            call: "c1".into(),
+            tool: "t".into(),
+            until: 0,
+        };
+        note(&m, 4, &[Note::Release("c".into()), ended]).expect("a memory meter");
+        assert_eq!(admit_one(&m, 5, "d", true, held), Verdict::Admitted);
+
+        let m = MemoryMeter::default();
+        let daily = Applied {
+            all: Limits::new(),
+            tool: Limits::new().daily(1),
+        };
+        assert_eq!(admit_one(&m, 5, "a", true, daily), Verdict::Admitted);
+        let v = admit_one(&m, 6, "b", true, daily);
+        assert_eq!(refused(&v), Some((Kind::Daily, "tool")));
+        assert!(v != Verdict::Admitted);
+        assert_eq!(admit_one(&m, DAY_MS, "c", true, daily), Verdict::Admitted);
+    }
+
+    #[test]
+    fn an_operator_raises_a_limit_for_one_principal() {
+        let m = MemoryMeter::default();
+        let limits = Applied {
+            all: Limits::new().active(1),
+            tool: Limits::new(),
+        };
+        assert_eq!(admit_one(&m, 1, "a", true, limits), Verdict::Admitted);
+        assert!(refused(&admit_one(&m, 1, "b", true, limits)).is_some());
+        let up = Scoped {
+            all: Limits::new().active(2),
+            tools: Default::default(),
+        };
+        raise(&m, &up).expect("a memory meter");
+        assert_eq!(admit_one(&m, 1, "b", true, limits), Verdict::Admitted);
+        let u = usage(
+            &m,
+            1,
+            &Scoped {
+                all: limits.all,
+                tools: Default::default(),
+            },
+        )
+        .expect("a memory meter");
+        assert_eq!(u["all"]["active"], 2);
+        assert_eq!(u["all"]["limits"]["active"], 2);
+        assert_eq!(u["tools"]["t"]["active"], 2);
+    }
+
+    #[test]
+    fn a_refusal_says_what_and_when() {
+        let r = Refusal {
+            limit: Kind::Rate,
+            scope: "tool".into(),
+            tool: "search".into(),
+            max: 10,
+            period: Some("60s".into()),
+            retry_after: 7,
+            retry_at: 7000,
+        };
+        let e = r.error();
+        assert_eq!(e.code(), -32029);
+        assert_eq!(e.http_status(), 429);
+        assert!(
+            e.message
+                .contains("at most 10 new calls of \"search\" per 60s"),
+            "{}",
+            e.message
+        );
+        let d = e.data.expect("a memory meter");
+        assert_eq!(
+            (d["limit"].as_str(), d["retryAfter"].as_u64()),
+            (Some("rate"), Some(7))
+        );
+    }
+}

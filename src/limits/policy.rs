@@ -1,0 +1,286 @@
+//! What a principal may do: the limits a tool author sets in code
+//! ([`crate::app::Tool::limits`], [`crate::app::Registry::limits`]) and an
+//! operator overrides with the `LIMITS` var, field by field.
+//!
+//! Every limit is per principal (the signed-in subject, the API token's
+//! name; on an open server every caller is the one principal `""`), over
+//! all of its calls (`all`) or the calls of one tool (`tools`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The limits of one scope. `None`: no limit of that kind.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// New calls per period (a fixed window: `"10/60s"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<Rate>,
+    /// Calls held paused at once (waiting on the client, a person or a
+    /// timer, kept by the server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<u32>,
+    /// Rounds running at once. A paused call is not running: it holds
+    /// nothing here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active: Option<u32>,
+    /// New calls per UTC day.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily: Option<u32>,
+}
+
+impl Limits {
+    /// No limit of any kind.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// At most `max` new calls in each window of `per` (whole seconds, at
+    /// least one).
+    pub fn rate(mut self, max: u32, per: std::time::Duration) -> Self {
+        let per_s = u32::try_from(per.as_secs().max(1)).unwrap_or(u32::MAX);
+        self.rate = Some(Rate { max, per_s });
+        self
+    }
+
+    /// At most `max` calls held paused at once.
+    pub fn held(mut self, max: u32) -> Self {
+        self.held = Some(max);
+        self
+    }
+
+    /// At most `max` rounds running at once.
+    pub fn active(mut self, max: u32) -> Self {
+        self.active = Some(max);
+        self
+    }
+
+    /// At most `max` new calls per UTC day.
+    pub fn daily(mut self, max: u32) -> Self {
+        self.daily = Some(max);
+        self
+    }
+
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.rate.is_some() || self.held.is_some() || self.active.is_some() || self.daily.is_some()
+    }
+
+    /// `self`, with each kind `over` sets taken from `over`.
+    pub fn overlaid(self, over: &Limits) -> Limits {
+        Limits {
+            rate: over.rate.or(self.rate),
+            held: over.held.or(self.held),
+            active: over.active.or(self.active),
+            daily: over.daily.or(self.daily),
+        }
+    }
+}
+
+/// `max` new calls per window of `per_s` seconds; written `"max/<n>s"`
+/// (`"100/60s"`), or with `m`, `h`, `d` for minutes, hours, days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Calls per window.
+    pub max: u32,
+    /// The window, in seconds.
+    pub per_s: u32,
+}
+
+impl std::fmt::Display for Rate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}s", self.max, self.per_s)
+    }
+}
+
+impl std::str::FromStr for Rate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("a rate is `<calls>/<window>` like \"100/60s\", not {s:?}");
+        let (max, per) = s.trim().split_once('/').ok_or_else(bad)?;
+        let max = max.trim().parse::<u32>().map_err(|_| bad())?;
+        let per = per.trim();
+        let (n, unit) = match per.find(|c: char| !c.is_ascii_digit()) {
+            Some(i) => per.split_at(i),
+            None => (per, "s"),
+        };
+        let n = if n.is_empty() {
+            1
+        } else {
+            n.parse::<u32>().map_err(|_| bad())?
+        };
+        let scale = match unit {
+            "s" => 1,
+            "m" | "min" => 60,
+            "h" => 3600,
+            "d" => 86_400,
+            _ => return Err(bad()),
+        };
+        let per_s = n.checked_mul(scale).filter(|p| *p > 0).ok_or_else(bad)?;
+        Ok(Rate { max, per_s })
+    }
+}
+
+impl Serialize for Rate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Rate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// Limits over all of a principal's calls and per tool.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scoped {
+    /// Over all of the principal's calls.
+    #[serde(default, skip_serializing_if = "is_none")]
+    pub all: Limits,
+    /// Over the principal's calls of each tool named.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, Limits>,
+}
+
+fn is_none(l: &Limits) -> bool {
+    !l.any()
+}
+
+impl Scoped {
+    /// Whether any limit is set.
+    pub fn any(&self) -> bool {
+        self.all.any() || self.tools.values().any(Limits::any)
+    }
+
+    /// `self` with what `over` sets, kind by kind and tool by tool.
+    pub fn overlaid(&self, over: &Scoped) -> Scoped {
+        let mut out = self.clone();
+        out.all = out.all.overlaid(&over.all);
+        for (tool, l) in &over.tools {
+            let e = out.tools.entry(tool.clone()).or_default();
+            *e = e.overlaid(l);
+        }
+        out
+    }
+
+    /// What holds for `tool`: the limits over all calls, and the tool's.
+    pub fn for_tool(&self, tool: &str) -> Applied {
+        Applied {
+            all: self.all,
+            tool: self.tools.get(tool).copied().unwrap_or_default(),
+        }
+    }
+}
+
+/// The limits one call is held to: over all of its principal's calls,
+/// and over its tool's.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Applied {
+    /// Over all of the principal's calls.
+    #[serde(default)]
+    pub all: Limits,
+    /// Over the principal's calls of this tool.
+    #[serde(default)]
+    pub tool: Limits,
+}
+
+/// Every limit the server enforces: for every principal, then each named
+/// principal's own (`LIMITS`'s `principals`), laid over them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Policy {
+    /// For every principal.
+    #[serde(flatten)]
+    pub every: Scoped,
+    /// Each principal named (its principal string: an API token's name),
+    /// over `every`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub principals: BTreeMap<String, Scoped>,
+}
+
+impl Policy {
+    /// Whether any limit is set: with none, nothing is metered and no
+    /// request pays for it.
+    pub fn any(&self) -> bool {
+        self.every.any() || self.principals.values().any(Scoped::any)
+    }
+
+    /// Reads the `LIMITS` var: JSON, `{"all": {...}, "tools": {"t": {...}},
+    /// "principals": {"name": {"all": {...}, "tools": {...}}}}`, each
+    /// `{...}` of `rate` (`"100/60s"`), `held`, `active`, `daily`.
+    pub fn parse(text: &str) -> Result<Policy, String> {
+        serde_json::from_str(text)
+            .map_err(|e| format!("LIMITS is not a valid limits document: {e}"))
+    }
+
+    /// `self` (the code's) with what `over` (the `LIMITS` var) sets.
+    pub fn overlaid(&self, over: &Policy) -> Policy {
+        let mut out = Policy {
+            every: self.every.overlaid(&over.every),
+            principals: self.principals.clone(),
+        };
+        for (p, s) in &over.principals {
+            let e = out.principals.entry(p.clone()).or_default();
+            *e = e.overlaid(s);
+        }
+        out
+    }
+
+    /// What `principal`'s calls are held to.
+    pub fn for_principal(&self, principal: &str) -> Scoped {
+        match self.principals.get(principal) {
+            Some(own) => self.every.overlaid(own),
+            None => self.every.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_read_as_written() {
+        let r: Rate = "100/60s".parse().expect("as written");
+        assert_eq!((r.max, r.per_s), (100, 60));
+        assert_eq!("5/m".parse::<Rate>().expect("as written").per_s, 60);
+        assert_eq!("5/2h".parse::<Rate>().expect("as written").per_s, 7200);
+        assert_eq!("5/10".parse::<Rate>().expect("as written").per_s, 10);
+        assert!("5/0s".parse::<Rate>().is_err());
+        assert!("five/s".parse::<Rate>().is_err());
+        assert!("5/1w".parse::<Rate>().is_err());
+        assert_eq!(r.to_string(), "100/60s");
+    }
+
+    #[test]
+    fn the_var_lays_over_the_code_kind_by_kind() {
+        let code = Policy {
+            every: Scoped {
+                all: Limits::new().held(5).daily(100),
+                tools: [("slow".to_string(), Limits::new().active(1))].into(),
+            },
+            principals: Default::default(),
+        };
+        let var = Policy::parse(
+            r#"{"all": {"daily": 10}, "tools": {"slow": {"rate": "2/60s"}},
+                "principals": {"ada": {"all": {"held": 1}}}}"#,
+        )
+        .expect("as written");
+        let p = code.overlaid(&var);
+        assert_eq!(p.every.all, Limits::new().held(5).daily(10));
+        let slow = p.every.for_tool("slow").tool;
+        assert_eq!(slow.active, Some(1));
+        assert_eq!(slow.rate, Some(Rate { max: 2, per_s: 60 }));
+        assert_eq!(p.for_principal("ada").all.held, Some(1));
+        assert_eq!(p.for_principal("ada").all.daily, Some(10));
+        assert_eq!(p.for_principal("bob").all.held, Some(5));
+        assert!(p.any());
+        assert!(!Policy::default().any());
+        assert!(Policy::parse(r#"{"all": {"hled": 1}}"#).is_err());
+    }
+}
