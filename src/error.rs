@@ -66,9 +66,12 @@ pub enum ErrorKind {
     /// server's keys (`-32603`, 503; the reply carries `Retry-After`, and
     /// `data.retryAfter` in seconds).
     Unavailable,
-    /// A limit on the caller was reached (`-32029`, 429; the reply carries
+    /// A limit on the caller was reached (`-32013`, 429; the reply carries
     /// `Retry-After`, and `data` names the limit, its scope and
-    /// `retryAfter` in seconds). Nothing ran and nothing was stored.
+    /// `retryAfter` in seconds). Nothing ran and nothing was stored. The
+    /// code is in the band 2026-07-28 leaves to implementations
+    /// (-32000..-32019; -32020..-32099 are the specification's), until a
+    /// rate-limit code is specified (SEP-3304 proposes -32023).
     Limited,
 }
 
@@ -171,7 +174,7 @@ impl McpError {
             ErrorKind::UrlElicitationRequired => -32042,
             ErrorKind::UnsupportedVersion => -32022,
             ErrorKind::Internal | ErrorKind::Unavailable => -32603,
-            ErrorKind::Limited => -32029,
+            ErrorKind::Limited => -32013,
         }
     }
 

@@ -1,6 +1,6 @@
 //! Limits per principal and per tool (issue 45), natively through
 //! `durable_mcp::testing`, with two API-token principals: each kind trips
-//! exactly at its number with `-32029`, 429 and `Retry-After`, before
+//! exactly at its number with `-32013`, 429 and `Retry-After`, before
 //! anything runs or is stored; the other principal is never refused; a
 //! paused call still completes; a task over a limit waits `working` and
 //! runs later; every count is back to zero when the calls end.
@@ -77,7 +77,7 @@ fn call(s: &mut TestServer, who: &str, tool: &str, extra: Value) -> TestReply {
 
 fn refused(r: &TestReply, limit: &str, max: u64) {
     assert_eq!(r.status, 429, "{}", r.json);
-    assert_eq!(r.json["error"]["code"], -32029, "{}", r.json);
+    assert_eq!(r.json["error"]["code"], -32013, "{}", r.json);
     assert_eq!(r.json["error"]["data"]["limit"], limit, "{}", r.json);
     assert_eq!(r.json["error"]["data"]["max"], max, "{}", r.json);
     let after = r.header("retry-after").expect("Retry-After");

@@ -247,7 +247,7 @@ impl Tool {
     /// Limits each principal's calls of this tool: new calls per period
     /// and per day, calls held paused at once, rounds running at once. An
     /// operator's `LIMITS` var overrides them kind by kind. A call over a
-    /// limit is refused before it runs (`-32029`, HTTP 429 with
+    /// limit is refused before it runs (`-32013`, HTTP 429 with
     /// `Retry-After`); a task over one waits, `working`.
     ///
     /// ```

@@ -350,7 +350,7 @@ impl Inbound {
         }
     }
 
-    /// The meter's answer: run it, or refuse it (`-32029`, 429) before
+    /// The meter's answer: run it, or refuse it (`-32013`, 429) before
     /// anything runs or is stored. A new task is kept instead, `working`,
     /// and runs when its meter admits it.
     fn admitted(&mut self, server: &Server, a: Admission, answer: Option<&HttpResponse>) -> Step {

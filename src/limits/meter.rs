@@ -159,7 +159,7 @@ pub struct Refusal {
 }
 
 impl Refusal {
-    /// The error a client gets (`-32029`, HTTP 429 with `Retry-After`).
+    /// The error a client gets (`-32013`, HTTP 429 with `Retry-After`).
     pub fn error(&self) -> McpError {
         let whose = if self.scope == "tool" {
             format!("calls of {:?}", self.tool)
@@ -561,7 +561,7 @@ mod tests {
             retry_at: 7000,
         };
         let e = r.error();
-        assert_eq!(e.code(), -32029);
+        assert_eq!(e.code(), -32013);
         assert_eq!(e.http_status(), 429);
         assert!(
             e.message

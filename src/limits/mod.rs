@@ -5,7 +5,7 @@
 //!
 //! Where they are enforced (`host`): a new call, or a paused call's next
 //! round on the wires the Worker sees it on, asks its principal's meter
-//! before anything runs or is stored; a refusal is `-32029` with HTTP 429
+//! before anything runs or is stored; a refusal is `-32013` with HTTP 429
 //! and `Retry-After`. The rounds' ends reach the meter as notes the
 //! server queues ([`crate::server::Server::take_notes`]). With no limit
 //! configured none of this happens.

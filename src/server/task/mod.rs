@@ -25,10 +25,9 @@ mod record;
 mod slice;
 mod start;
 
-pub use limited::admitted;
 pub(crate) use methods::{cancel_task, handle as handle_method};
 pub use record::{iso8601, wire_status, MemoryTaskStore, TaskRecord, TaskStore};
-pub use slice::alarm;
+pub use slice::{admitted, alarm};
 pub(crate) use slice::{store, take_outside};
 pub(crate) use start::call;
 

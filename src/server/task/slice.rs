@@ -376,3 +376,39 @@ pub(super) fn task_caps(caps: &ClientCaps) -> ClientCaps {
         ..caps.clone()
     }
 }
+
+/// The meter's answer for a held-back task (`lease`: what it was asked
+/// under): admitted, it runs at once; refused, it waits until the time the
+/// refusal names.
+pub async fn admitted(
+    server: &Server,
+    host: &TaskHost<'_>,
+    lease: &str,
+    verdict: crate::limits::Verdict,
+    now_ms: u64,
+) -> Result<Vec<Effect>, McpError> {
+    let Some(mut task) = host.store.load()? else {
+        // Gone meanwhile (cancelled, expired): nothing runs under the lease.
+        server.note(
+            crate::limits::meter_name(""),
+            crate::limits::Note::Release(lease.to_string()),
+        );
+        return Ok(Vec::new());
+    };
+    if task.limited.is_none() || task.status.is_final() {
+        server.note(
+            crate::limits::meter_name(&task.principal),
+            crate::limits::Note::Release(lease.to_string()),
+        );
+        return Ok(Vec::new());
+    }
+    match verdict {
+        crate::limits::Verdict::Admitted => {
+            task.limited = None;
+            task.status_message = None;
+            task.lease = Some(lease.to_string());
+        }
+        crate::limits::Verdict::Refused(r) => super::limited::wait(&mut task, &r),
+    }
+    store(server, host, task, now_ms)
+}

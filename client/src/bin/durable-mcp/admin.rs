@@ -16,6 +16,7 @@
 //! - `admin/versions.rs`: `tools versions` as a table and what to do next.
 
 mod filter;
+mod limits;
 mod model;
 mod show;
 mod table;
@@ -44,6 +45,8 @@ const USAGE: &str = concat!(
     "  durable-mcp admin <url> calls purge [--status S,…] [--older-than D]\n",
     "  durable-mcp admin <url> tools list | pause <name> | resume <name>\n",
     "  durable-mcp admin <url> tools versions [--json]\n",
+    "  durable-mcp admin <url> limits [<principal>] [--json]\n",
+    "  durable-mcp admin <url> limits <principal> raise <limits-json>\n",
     "  durable-mcp admin <url> console [--no-browser]\n",
 );
 
@@ -160,6 +163,10 @@ enum Command {
     Tools,
     /// `tools versions`.
     Versions,
+    /// `limits [<principal>]`: usage against limits.
+    Limits(Option<String>),
+    /// `limits <principal> raise <json>`: an operator's limits for one.
+    Raise(String, Value),
     Pause(String, bool),
     Console {
         no_browser: bool,
@@ -444,6 +451,25 @@ fn parse(args: &[String]) -> Result<Invocation, Usage> {
         (Some("tools"), Some(op @ ("pause" | "resume"))) => {
             f.only("tools pause/resume", &[])?;
             Command::Pause(name(&format!("tools {op}"))?, op == "pause")
+        }
+        (Some("limits"), principal) => {
+            f.only("limits", &[])?;
+            match (principal, rest.as_slice()) {
+                (p, []) => Command::Limits(p.map(str::to_string)),
+                (Some(p), [raise, body]) if raise == "raise" => {
+                    let body: Value = serde_json::from_str(body).map_err(|e| {
+                        Usage(format!(
+                            "limits {p} raise: the limits are JSON like '{{\"all\": {{\"held\": 5}}}}': {e}"
+                        ))
+                    })?;
+                    Command::Raise(p.to_string(), body)
+                }
+                _ => {
+                    return Err(Usage(
+                        "limits [<principal>] | limits <principal> raise <limits-json>".into(),
+                    ))
+                }
+            }
         }
         (Some("console"), None) => {
             f.only("console", &["--no-browser"])?;
@@ -770,6 +796,28 @@ fn execute(api: &Api, inv: &Invocation) -> Result<(), Failure> {
             }
             Ok(())
         }
+        Command::Limits(principal) => {
+            let url = match principal {
+                Some(p) => api.url(&["limits", p]),
+                None => api.url(&["limits"]),
+            };
+            let v = api.get(&url)?;
+            if inv.json {
+                print_json(&v);
+            } else {
+                emit(&limits::render(&v));
+            }
+            Ok(())
+        }
+        Command::Raise(principal, body) => {
+            let v = api.post(&api.url(&["limits", principal]), body)?;
+            if inv.json {
+                print_json(&v);
+            } else {
+                emit(&limits::render(&v));
+            }
+            Ok(())
+        }
         Command::Pause(name, pause) => {
             let op = if *pause { "pause" } else { "resume" };
             let v = api.post(&api.url(&["tools", name, op]), &json!({}))?;
@@ -1055,6 +1103,17 @@ mod tests {
             Some(Command::Versions)
         );
         assert!(command("http://h tools versions deploy").is_err());
+        assert_eq!(command("http://h limits").ok(), Some(Command::Limits(None)));
+        assert_eq!(
+            command("http://h limits ada").ok(),
+            Some(Command::Limits(Some("ada".into())))
+        );
+        assert_eq!(
+            command(r#"http://h limits ada raise {"all":{"held":5}}"#).ok(),
+            Some(Command::Raise("ada".into(), json!({"all": {"held": 5}})))
+        );
+        assert!(command("http://h limits ada raise not-json").is_err());
+        assert!(command("http://h limits ada lower 1").is_err());
         assert!(command("http://h tools versions --tool deploy").is_err());
         assert_eq!(
             command("http://h tools resume deploy").ok(),
