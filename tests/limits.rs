@@ -198,6 +198,9 @@ fn a_task_over_a_limit_waits_then_runs() {
         .as_str()
         .unwrap_or("");
     assert!(msg.contains("Waiting for a limit"), "{msg}");
+    let u = usage(&mut s, "ada");
+    assert_eq!(u["waiting"].as_array().map(Vec::len), Some(1), "{u}");
+    assert_eq!(u["all"]["waiting"], 1, "{u}");
     let id = second.json["result"]["taskId"]
         .as_str()
         .expect("as the test set it up")

@@ -55,7 +55,81 @@ pub(crate) fn overview(
     }
     body.push_str(&tools_section(listing, paused_tools, csrf));
     body.push_str(&versions_section(versions));
+    body.push_str("<p><a href=\"/admin/limits\">Limits: each principal's usage →</a></p>\n");
     shell("durable-mcp — paused calls", &body)
+}
+
+/// Each principal's usage against its limits (`GET /admin/api/limits`'s
+/// rows): `used/limit` per kind, a row for all its calls and one per
+/// tool; the tasks waiting on a limit, linked.
+pub(crate) fn limits_page(principals: &[serde_json::Value]) -> String {
+    let mut body = String::from("<h1>Limits</h1>\n");
+    if principals.is_empty() {
+        body.push_str(
+            "<p class=\"muted\">No principal is known (no API_TOKENS, none named in LIMITS).</p>\n",
+        );
+    } else {
+        body.push_str(
+            "<table class=\"limits\">\n<tr><th>Principal</th><th>Scope</th><th>Rate</th>\
+             <th>Daily</th><th>Held</th><th>Active</th><th>Waiting</th></tr>\n",
+        );
+        for p in principals {
+            body.push_str(&limit_rows(p));
+        }
+        body.push_str("</table>\n");
+    }
+    body.push_str("<p><a href=\"/admin\">← Back to the console</a></p>\n");
+    shell("durable-mcp — limits", &body)
+}
+
+fn limit_rows(p: &serde_json::Value) -> String {
+    let name = p["principal"].as_str().unwrap_or("");
+    let name = if name.is_empty() { "(open)" } else { name };
+    let cell = |s: &serde_json::Value, kind: &str| {
+        let used = s[kind].as_u64().unwrap_or(0);
+        match (&s["limits"][kind])
+            .as_u64()
+            .map(|m| m.to_string())
+            .or_else(|| s["limits"][kind].as_str().map(str::to_string))
+        {
+            Some(max) => format!("{used} / {}", escape(&max)),
+            None => used.to_string(),
+        }
+    };
+    let mut scopes = vec![("all calls".to_string(), &p["all"])];
+    if let Some(tools) = p["tools"].as_object() {
+        scopes.extend(tools.iter().map(|(t, s)| (format!("tool {t}"), s)));
+    }
+    let waiting: Vec<String> = (p["waiting"].as_array().into_iter().flatten())
+        .filter_map(|w| w.as_str())
+        .map(|id| {
+            let link = format!("/admin/calls/{}", enc(id));
+            format!(
+                "<a href=\"{}\"><code>{}</code></a>",
+                escape(&link),
+                escape(id)
+            )
+        })
+        .collect();
+    let mut out = String::new();
+    for (i, (scope, s)) in scopes.iter().enumerate() {
+        let w = if i == 0 {
+            waiting.join(" ")
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+             <td class=\"num\">{}</td><td class=\"num\">{}</td><td>{w}</td></tr>\n",
+            escape(name),
+            escape(scope),
+            cell(s, "rate"),
+            cell(s, "daily"),
+            cell(s, "held"),
+            cell(s, "active"),
+        ));
+    }
+    out
 }
 
 /// One call, whole: facts, arguments, the rounds, answers and effects; a
@@ -1214,5 +1288,21 @@ mod tests {
             "",
         );
         assert!(empty.contains("No tool declares a version or has calls."));
+    }
+
+    #[test]
+    fn the_limits_page_shows_usage_against_limits_escaped() {
+        let rows = vec![serde_json::json!({"principal": EVIL_PRINCIPAL,
+            "all": {"limits": {"held": 2, "rate": "10/60s"}, "rate": 3, "daily": 3, "held": 1, "active": 0},
+            "tools": {EVIL_TOOL: {"limits": {"active": 1}, "rate": 0, "daily": 0, "held": 1, "active": 1}},
+            "waiting": ["t.abc"]})];
+        let page = super::limits_page(&rows);
+        assert!(!page.contains("<img"), "{page}");
+        assert!(
+            page.contains("3 / 10/60s") && page.contains("1 / 2"),
+            "{page}"
+        );
+        assert!(page.contains("href=\"/admin/calls/t.abc\""), "{page}");
+        assert!(super::limits_page(&[]).contains("No principal is known"));
     }
 }

@@ -126,6 +126,16 @@ pub struct Admit {
 pub enum Note {
     /// A round ended: its lease is free.
     Release(String),
+    /// A task a limit held back waits (`until`: its TTL), or no longer
+    /// does (`until` 0): counted nowhere, listed for operators.
+    Waiting {
+        /// The task (its admin handle).
+        call: String,
+        /// Its tool.
+        tool: String,
+        /// When it stops waiting at the latest; 0: now.
+        until: u64,
+    },
     /// A kept call paused (`until`: its idle TTL) or ended (`until` 0).
     Held {
         /// The call (its admin handle).
@@ -334,18 +344,35 @@ pub fn note(store: &dyn MeterStore, now_ms: u64, notes: &[Note]) -> Result<(), M
     for n in notes {
         match n {
             Note::Release(lease) => store.delete("active", lease)?,
-            Note::Held { call, until, .. } if *until <= now_ms => store.delete("held", call)?,
-            Note::Held { call, tool, until } => store.put(&Row {
-                kind: "held".into(),
-                key: call.clone(),
-                tool: tool.clone(),
-                n: 1,
-                until: *until,
-                text: String::new(),
-            })?,
+            Note::Held { call, tool, until } => kept(store, now_ms, "held", call, tool, *until)?,
+            Note::Waiting { call, tool, until } => {
+                kept(store, now_ms, "waiting", call, tool, *until)?
+            }
         }
     }
     Ok(())
+}
+
+/// A call's row of `kind` kept until `until`, or gone (`until` passed).
+fn kept(
+    store: &dyn MeterStore,
+    now_ms: u64,
+    kind: &str,
+    call: &str,
+    tool: &str,
+    until: u64,
+) -> Result<(), McpError> {
+    if until <= now_ms {
+        return store.delete(kind, call);
+    }
+    store.put(&Row {
+        kind: kind.into(),
+        key: call.to_string(),
+        tool: tool.to_string(),
+        n: 1,
+        until,
+        text: String::new(),
+    })
 }
 
 /// Keeps an operator's limits for this principal.
@@ -397,6 +424,7 @@ pub fn usage(
             "daily": window(Kind::Daily, DAY_MS),
             "held": of("held"),
             "active": of("active"),
+            "waiting": of("waiting"),
         })
     };
     let per_tool: serde_json::Map<String, serde_json::Value> = tools
@@ -406,10 +434,16 @@ pub fn usage(
             (t.clone(), used(t, &l))
         })
         .collect();
+    let waiting: Vec<&str> = rows
+        .iter()
+        .filter(|r| r.kind == "waiting")
+        .map(|r| r.key.as_str())
+        .collect();
     Ok(json!({
         "all": used(ALL, &held.all),
         "tools": per_tool,
         "raised": raised,
+        "waiting": waiting,
     }))
 }
 

@@ -468,6 +468,9 @@ impl Job {
                         usage
                     })
                     .collect();
+                if let Some(page) = &self.page {
+                    return Step::Answer(page.limits(&rows));
+                }
                 let body = json!({ "principals": rows });
                 Step::Answer(Reply::new(super::json(200, &body)))
             }

@@ -59,6 +59,10 @@ impl Page {
         html(200, console::call_page(detail, now_ms, &self.csrf))
     }
 
+    pub(super) fn limits(&self, principals: &[serde_json::Value]) -> Reply {
+        html(200, console::limits_page(principals))
+    }
+
     pub(super) fn message(&self, status: u16, title: &str, message: &str) -> Reply {
         html(status, console::message_page(title, message))
     }
@@ -139,6 +143,10 @@ pub(super) fn parse(
             }
         }
         ("GET", ["calls", id]) => Op::Show(decode(id)),
+        ("GET", ["limits"]) => Op::Limits {
+            principal: None,
+            raise: None,
+        },
         ("POST", ["calls", id, "cancel"]) => Op::Cancel {
             ids: Some(vec![decode(id)]),
             filter: Filter::default(),

@@ -34,6 +34,17 @@ pub(super) fn ask(server: &Server, task: &TaskRecord, now_ms: u64) -> Vec<Effect
     })]
 }
 
+/// Lists `task` as waiting for a limit at its meter until `until` (0: no
+/// longer), for operators.
+pub(super) fn listed(server: &Server, task: &TaskRecord, until: u64) {
+    let note = Note::Waiting {
+        call: crate::kept::summary::task_id(&task.task_id),
+        tool: task.tool.clone(),
+        until,
+    };
+    server.note(meter_name(&task.principal), note);
+}
+
 /// When a held-back task's alarm is due: when its refusal said to try.
 pub(super) fn due(task: &TaskRecord) -> Option<u64> {
     task.limited.as_ref().map(|r| r.retry_at)

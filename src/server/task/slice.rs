@@ -404,6 +404,7 @@ pub async fn admitted(
     }
     match verdict {
         crate::limits::Verdict::Admitted => {
+            super::limited::listed(server, &task, 0);
             task.limited = None;
             task.status_message = None;
             task.lease = Some(lease.to_string());

@@ -74,6 +74,7 @@ fn held_back(
 ) -> Result<MethodReply, McpError> {
     super::limited::wait(&mut task, refusal);
     let now = task.created_ms;
+    super::limited::listed(server, &task, now.saturating_add(server.config.task_ttl_ms));
     let effects = store(server, host, task.clone(), now)?;
     let mut result = task_fields(server, &task);
     result["resultType"] = json!("task");

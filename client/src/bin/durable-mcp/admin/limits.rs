@@ -19,12 +19,20 @@ fn cell(scope: &Value, kind: &str) -> String {
 /// The table of `GET /admin/api/limits[/<principal>]`'s answer.
 pub(crate) fn render(v: &Value) -> String {
     let mut rows: Vec<[String; 6]> = vec![HEADER.map(str::to_string)];
+    let mut notes = String::new();
     for p in v["principals"].as_array().into_iter().flatten() {
         let name = p["principal"].as_str().unwrap_or("");
         let name = if name.is_empty() { "(open)" } else { name };
         let mut scopes = vec![("all".to_string(), &p["all"])];
         if let Some(tools) = p["tools"].as_object() {
             scopes.extend(tools.iter().map(|(t, s)| (format!("tool {t}"), s)));
+        }
+        let waiting: Vec<&str> = (p["waiting"].as_array().into_iter().flatten())
+            .filter_map(Value::as_str)
+            .collect();
+        if !waiting.is_empty() {
+            let list = waiting.join(", ");
+            notes.push_str(&format!("{name}: tasks waiting for a limit: {list}\n"));
         }
         for (scope, s) in scopes {
             rows.push([
@@ -56,7 +64,7 @@ pub(crate) fn render(v: &Value) -> String {
         out.push_str(line.join("  ").trim_end());
         out.push('\n');
     }
-    out
+    out + &notes
 }
 
 #[cfg(test)]
@@ -67,10 +75,12 @@ mod tests {
     fn counts_show_against_their_limits() {
         let v = json!({"principals": [{"principal": "ada",
             "all": {"limits": {"held": 2, "rate": "10/60s"}, "rate": 3, "daily": 3, "held": 1, "active": 0},
-            "tools": {"ask": {"limits": {"active": 1}, "rate": 0, "daily": 0, "held": 1, "active": 1}}}]});
+            "tools": {"ask": {"limits": {"active": 1}, "rate": 0, "daily": 0, "held": 1, "active": 1}},
+            "waiting": ["t.abc"]}]});
         let t = super::render(&v);
         let lines: Vec<&str> = t.lines().collect();
-        assert_eq!(lines.len(), 3, "{t}");
+        assert_eq!(lines.len(), 4, "{t}");
+        assert_eq!(lines[3], "ada: tasks waiting for a limit: t.abc", "{t}");
         assert!(
             lines[1].starts_with("ada") && lines[1].contains("3/10/60s"),
             "{t}"
