@@ -87,11 +87,10 @@ fn limit_rows(p: &serde_json::Value) -> String {
     let name = if name.is_empty() { "(open)" } else { name };
     let cell = |s: &serde_json::Value, kind: &str| {
         let used = s[kind].as_u64().unwrap_or(0);
-        match (&s["limits"][kind])
-            .as_u64()
-            .map(|m| m.to_string())
-            .or_else(|| s["limits"][kind].as_str().map(str::to_string))
-        {
+        let limit = &s["limits"][kind];
+        let max =
+            (limit.as_u64().map(|m| m.to_string())).or_else(|| limit.as_str().map(str::to_string));
+        match max {
             Some(max) => format!("{used} / {}", escape(&max)),
             None => used.to_string(),
         }
