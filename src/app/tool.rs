@@ -254,7 +254,7 @@ impl Tool {
     /// use std::time::Duration;
     /// use durable_mcp::{limits::Limits, Tool};
     /// # async fn search(_: &mut durable_mcp::Cx, _: serde_json::Value) -> Result<String, durable_mcp::ToolError> { Ok(String::new()) }
-    /// let tool = Tool::new("search", "Search", search)
+    /// let tool = Tool::new("search", search)
     ///     .limits(Limits::new().rate(10, Duration::from_secs(60)).active(2));
     /// # let _ = tool;
     /// ```

@@ -17,7 +17,7 @@ use std::cell::RefCell;
 use super::admin::{self, Job, Operator};
 use super::auth::{self as host_auth, Authenticated, Signed};
 use super::cors::{cors, vary, Cors};
-use super::meter::{admit_request, verdict, Metered, LEASE_HEADER, LIMITED_HEADER};
+use super::meter::{check, verdict, Check, Metered, LEASE_HEADER, LIMITED_HEADER};
 use super::route::{route, route_head, serve_local, Local, Route};
 use crate::auth::{Caller, KeyVerifier, SeenTokens, CALLER_HEADER};
 use crate::effects::Reply;
@@ -85,6 +85,8 @@ struct Admission {
     metered: Metered,
     /// The meter's object, and the round's lease there.
     lease: (String, String),
+    /// Where this isolate keeps the meter's answer, if it does.
+    spare: Option<String>,
 }
 
 /// Which paths keep their query, decided as the request comes in: a
@@ -316,20 +318,30 @@ impl Inbound {
 
     fn route(&mut self, server: &Server) -> Step {
         let (route, metered) = route(server, &self.http, &self.env);
-        // A call its principal's limits apply to asks the meter first.
-        if let Some(m) = metered {
-            let principal = self.caller.as_ref().map(|c| c.principal.as_str());
-            let lease = format!("l{}", crate::server::new_call_id(&self.env));
-            if let Some((meter, ask)) = admit_request(server, principal.unwrap_or(""), &m, &lease) {
+        let Some(m) = metered else {
+            return self.go(route, None);
+        };
+        // A call its principal's limits apply to is admitted first: from
+        // what this isolate holds, else by its meter.
+        let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
+        let lease = format!("l{}", crate::server::new_call_id(&self.env));
+        match check(server, principal, &m, &lease, self.env.now_ms) {
+            Check::Free | Check::Spare => self.go(route, None),
+            Check::Refused(r) => self.refuse(server, route, &m, &r),
+            Check::Ask {
+                meter,
+                request,
+                spare,
+            } => {
                 self.stage = Stage::Metered(Box::new(Admission {
                     route,
                     metered: m,
                     lease: (meter.clone(), lease),
+                    spare,
                 }));
-                return Step::Ask(vec![(meter, ask)]);
+                Step::Ask(vec![(meter, request)])
             }
         }
-        self.go(route, None)
     }
 
     /// Serves or forwards a routed request, under `lease` if its meter
@@ -351,25 +363,37 @@ impl Inbound {
     }
 
     /// The meter's answer: run it, or refuse it (`-32013`, 429) before
-    /// anything runs or is stored. A new task is kept instead, `working`,
-    /// and runs when its meter admits it.
+    /// anything runs or is stored.
     fn admitted(&mut self, server: &Server, a: Admission, answer: Option<&HttpResponse>) -> Step {
-        let refusal = match answer.map(verdict) {
-            Some(crate::limits::Verdict::Refused(r)) => r,
-            _ => return self.go(a.route, Some(a.lease)),
-        };
+        let v = answer.map_or_else(crate::limits::Verdict::admitted, verdict);
+        if let Some(key) = &a.spare {
+            server.spare.keep(key, &v);
+        }
+        match v {
+            crate::limits::Verdict::Refused(r) => self.refuse(server, a.route, &a.metered, &r),
+            // The lease goes with the round only when the meter keeps it.
+            crate::limits::Verdict::Admitted(ok) => self.go(a.route, ok.leased.then_some(a.lease)),
+        }
+    }
+
+    /// Refuses a call over a limit, logged. A new task is kept instead,
+    /// `working`, and runs when its meter admits it.
+    fn refuse(
+        &mut self,
+        server: &Server,
+        route: Route,
+        m: &Metered,
+        refusal: &crate::limits::Refusal,
+    ) -> Step {
         let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
-        server.log(super::meter::refusal_line(server, principal, &refusal));
-        match a.route {
-            Route::Object { name, mut request } if a.metered.task => {
-                let text = serde_json::to_string(&refusal).unwrap_or_default();
+        server.log(super::meter::refusal_line(server, principal, refusal));
+        match route {
+            Route::Object { name, mut request } if m.task => {
+                let text = serde_json::to_string(refusal).unwrap_or_default();
                 request.headers.push((LIMITED_HEADER.to_string(), text));
                 self.forward(name, request, false)
             }
-            _ => Step::Answer(Reply::new(error_response(
-                &refusal.error(),
-                Some(&a.metered.id),
-            ))),
+            _ => Step::Answer(Reply::new(error_response(&refusal.error(), Some(&m.id)))),
         }
     }
 

@@ -74,26 +74,65 @@ pub(super) fn metered(
     })
 }
 
-/// The request asking `principal`'s meter whether `m` may run under
-/// `lease`; `None` when no limit applies to it (nothing is asked).
-pub(super) fn admit_request(
+/// What a metered request does before it runs.
+pub(super) enum Check {
+    /// No limit applies: run it.
+    Free,
+    /// Admitted from what this isolate holds ahead: run it.
+    Spare,
+    /// Refused from what this isolate holds (a window still full).
+    Refused(crate::limits::Refusal),
+    /// Ask the meter (its object, the request); `spare`: the key its
+    /// answer is kept under in this isolate.
+    Ask {
+        meter: String,
+        request: HttpRequest,
+        spare: Option<String>,
+    },
+}
+
+/// What `principal`'s call `m`, to run under `lease`, does first: for a
+/// new call limited only by windows, what this isolate holds answers
+/// without a request, and a request asks for a batch.
+pub(super) fn check(
     server: &Server,
     principal: &str,
     m: &Metered,
     lease: &str,
-) -> Option<(String, HttpRequest)> {
+    now_ms: u64,
+) -> Check {
     let limits = server.limits.for_principal(principal).for_tool(&m.tool);
     if !limits.all.any() && !limits.tool.any() {
-        return None;
+        return Check::Free;
     }
+    let meter = crate::limits::meter_name(principal);
+    let spare = (m.new && !m.task && crate::limits::windows_only(&limits))
+        .then(|| format!("{meter} {}", m.tool));
+    if let Some(key) = &spare {
+        match server.spare.take(key, now_ms) {
+            Some(Ok(())) => return Check::Spare,
+            Some(Err(r)) => return Check::Refused(r),
+            None => {}
+        }
+    }
+    let want = if spare.is_some() {
+        crate::limits::batch(&limits)
+    } else {
+        1
+    };
     let ask = Ask::Admit(Admit {
         tool: m.tool.clone(),
         lease: lease.to_string(),
         new: m.new,
         limits,
         lease_ms: server.config.claim_timeout_ms,
+        want,
     });
-    Some(ask_request(principal, &ask))
+    Check::Ask {
+        meter,
+        request: meter_request(&ask),
+        spare,
+    }
 }
 
 /// A request to `principal`'s meter.
@@ -115,9 +154,9 @@ fn meter_request(ask: &Ask) -> HttpRequest {
 pub(crate) fn verdict(resp: &HttpResponse) -> Verdict {
     match (resp.status, &resp.body) {
         (200, crate::http::Body::Bytes(b)) => {
-            serde_json::from_slice(b).unwrap_or(Verdict::Admitted)
+            serde_json::from_slice(b).unwrap_or_else(|_| Verdict::admitted())
         }
-        _ => Verdict::Admitted,
+        _ => Verdict::admitted(),
     }
 }
 

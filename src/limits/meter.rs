@@ -118,6 +118,15 @@ pub struct Admit {
     pub limits: Applied,
     /// How long the lease holds if its end is never reported.
     pub lease_ms: u64,
+    /// How many new calls to admit at once (the Worker spends the rest
+    /// itself, where only windows limit the call): at most what the
+    /// windows have left.
+    #[serde(default = "one")]
+    pub want: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// What happened to a principal's round or call, for its meter.
@@ -210,10 +219,33 @@ impl Refusal {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// Run it; report its end with [`Note::Release`].
-    Admitted,
+    /// Run it.
+    Admitted(Admitted),
     /// Not now.
     Refused(Refusal),
+}
+
+/// An admission.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Admitted {
+    /// Whether its lease was kept (an `active` limit holds): report its
+    /// end with [`Note::Release`].
+    #[serde(default)]
+    pub leased: bool,
+    /// More new calls admitted with it (of [`Admit::want`]), to be spent
+    /// before `until`.
+    #[serde(default)]
+    pub more: u32,
+    /// When the windows they were counted in end (ms since the epoch).
+    #[serde(default)]
+    pub until: u64,
+}
+
+impl Verdict {
+    /// An admission with no lease and nothing more.
+    pub fn admitted() -> Verdict {
+        Verdict::Admitted(Admitted::default())
+    }
 }
 
 /// How long a client is told to wait for a place held by paused calls:
@@ -259,6 +291,10 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
         })
     };
     let tool_of = |key: &str| (key != ALL).then_some(key).map(str::to_string);
+    // What the windows have left, across both scopes: the most admitted
+    // at once.
+    let mut left = u64::from(a.want.max(1));
+    let mut until = u64::MAX;
     if a.new {
         for (key, scope, l) in &scopes {
             for (kind, max, per_ms) in windows(l) {
@@ -268,6 +304,8 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
                     let period = (kind == Kind::Rate).then(|| format!("{}s", per_ms / 1000));
                     return Ok(refused(kind, scope, max, period, start + per_ms));
                 }
+                left = left.min(u64::from(max) - n);
+                until = until.min(start + per_ms);
             }
             if let Some(max) = l.held {
                 if store.count("held", tool_of(key).as_deref(), now_ms)? >= u64::from(max) {
@@ -277,13 +315,21 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
             }
         }
     }
+    let mut leased = false;
     for (key, scope, l) in &scopes {
         if let Some(max) = l.active {
+            leased = true;
             if store.count("active", tool_of(key).as_deref(), now_ms)? >= u64::from(max) {
                 let at = now_ms + ACTIVE_RETRY_S * 1000;
                 return Ok(refused(Kind::Active, scope, max, None, at));
             }
         }
+    }
+    // Only a call limited by windows alone is admitted in a batch: a
+    // held or running call is counted one by one.
+    let limited_otherwise = leased || scopes.iter().any(|(_, _, l)| l.held.is_some());
+    if !a.new || limited_otherwise || until == u64::MAX {
+        left = 1;
     }
     if a.new {
         for (key, _, l) in &scopes {
@@ -294,22 +340,28 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
                     kind: kind.as_str().into(),
                     key: window_key(key, start),
                     tool: key.to_string(),
-                    n: n + 1,
+                    n: n + left,
                     until: start + per_ms,
                     text: String::new(),
                 })?;
             }
         }
     }
-    store.put(&Row {
-        kind: "active".into(),
-        key: a.lease.clone(),
-        tool: a.tool.clone(),
-        n: 1,
-        until: now_ms.saturating_add(a.lease_ms.max(1)),
-        text: String::new(),
-    })?;
-    Ok(Verdict::Admitted)
+    if leased {
+        store.put(&Row {
+            kind: "active".into(),
+            key: a.lease.clone(),
+            tool: a.tool.clone(),
+            n: 1,
+            until: now_ms.saturating_add(a.lease_ms.max(1)),
+            text: String::new(),
+        })?;
+    }
+    Ok(Verdict::Admitted(Admitted {
+        leased,
+        more: u32::try_from(left - 1).unwrap_or(0),
+        until: if until == u64::MAX { 0 } else { until },
+    }))
 }
 
 /// The windows a scope's limits count in: (kind, max, length in ms).
@@ -459,14 +511,19 @@ mod tests {
             new,
             limits,
             lease_ms: 60_000,
+            want: 1,
         };
         admit(m, now, &a).expect("a memory meter")
+    }
+
+    fn ok(v: &Verdict) -> bool {
+        matches!(v, Verdict::Admitted(_))
     }
 
     fn refused(v: &Verdict) -> Option<(Kind, &str)> {
         match v {
             Verdict::Refused(r) => Some((r.limit, r.scope.as_str())),
-            Verdict::Admitted => None,
+            Verdict::Admitted(_) => None,
         }
     }
 
@@ -479,10 +536,7 @@ mod tests {
         };
         let t0 = 60_000 * 1000;
         for i in 0..3 {
-            assert_eq!(
-                admit_one(&m, t0 + i, &format!("l{i}"), true, rate),
-                Verdict::Admitted
-            );
+            assert!(ok(&admit_one(&m, t0 + i, &format!("l{i}"), true, rate)));
             note(&m, t0 + i, &[Note::Release(format!("l{i}"))]).expect("a memory meter");
         }
         let v = admit_one(&m, t0 + 5, "l3", true, rate);
@@ -493,35 +547,32 @@ mod tests {
         assert_eq!(r.retry_at, t0 + 60_000);
         assert_eq!(r.retry_after, 60);
         // A paused call's next round is not a new call.
-        assert_eq!(admit_one(&m, t0 + 6, "l4", false, rate), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, t0 + 6, "l4", false, rate)));
         // The next window opens.
-        assert_eq!(
-            admit_one(&m, t0 + 60_000, "l5", true, rate),
-            Verdict::Admitted
-        );
+        assert!(ok(&admit_one(&m, t0 + 60_000, "l5", true, rate)));
 
         let m = MemoryMeter::default();
         let active = Applied {
             all: Limits::new(),
             tool: Limits::new().active(2),
         };
-        assert_eq!(admit_one(&m, 1, "a", true, active), Verdict::Admitted);
-        assert_eq!(admit_one(&m, 1, "b", false, active), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 1, "a", true, active)));
+        assert!(ok(&admit_one(&m, 1, "b", false, active)));
         assert_eq!(
             refused(&admit_one(&m, 1, "c", true, active)),
             Some((Kind::Active, "tool"))
         );
         note(&m, 2, &[Note::Release("a".into())]).expect("a memory meter");
-        assert_eq!(admit_one(&m, 2, "c", true, active), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 2, "c", true, active)));
         // A lease never released frees its place when it runs out.
-        assert_eq!(admit_one(&m, 61_000, "d", true, active), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 61_000, "d", true, active)));
 
         let m = MemoryMeter::default();
         let held = Applied {
             all: Limits::new().held(1),
             tool: Limits::new(),
         };
-        assert_eq!(admit_one(&m, 1, "a", true, held), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 1, "a", true, held)));
         let paused = Note::Held {
             call: "c1".into(),
             tool: "t".into(),
@@ -533,25 +584,64 @@ mod tests {
             Some((Kind::Held, "principal"))
         );
         // Its next round still runs, and once it ends there is room again.
-        assert_eq!(admit_one(&m, 3, "c", false, held), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 3, "c", false, held)));
         let ended = Note::Held {
             call: "c1".into(),
             tool: "t".into(),
             until: 0,
         };
         note(&m, 4, &[Note::Release("c".into()), ended]).expect("a memory meter");
-        assert_eq!(admit_one(&m, 5, "d", true, held), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 5, "d", true, held)));
 
         let m = MemoryMeter::default();
         let daily = Applied {
             all: Limits::new(),
             tool: Limits::new().daily(1),
         };
-        assert_eq!(admit_one(&m, 5, "a", true, daily), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 5, "a", true, daily)));
         let v = admit_one(&m, 6, "b", true, daily);
         assert_eq!(refused(&v), Some((Kind::Daily, "tool")));
-        assert!(v != Verdict::Admitted);
-        assert_eq!(admit_one(&m, DAY_MS, "c", true, daily), Verdict::Admitted);
+        assert!(!ok(&v));
+        assert!(ok(&admit_one(&m, DAY_MS, "c", true, daily)));
+    }
+
+    #[test]
+    fn a_window_only_call_is_admitted_in_a_batch_never_past_its_number() {
+        let m = MemoryMeter::default();
+        let rate = Applied {
+            all: Limits::new().rate(10, std::time::Duration::from_secs(60)),
+            tool: Limits::new(),
+        };
+        let want = |lease: &str, want: u32| Admit {
+            tool: "t".into(),
+            lease: lease.into(),
+            new: true,
+            limits: rate,
+            lease_ms: 60_000,
+            want,
+        };
+        let Verdict::Admitted(a) = admit(&m, 1000, &want("a", 4)).expect("a memory meter") else {
+            panic!("refused")
+        };
+        assert_eq!((a.leased, a.more, a.until), (false, 3, 60_000));
+        let Verdict::Admitted(a) = admit(&m, 1000, &want("b", 64)).expect("a memory meter") else {
+            panic!("refused")
+        };
+        assert_eq!(a.more, 5, "only what the window has left");
+        assert!(!ok(&admit(&m, 1000, &want("c", 1)).expect("a memory meter")));
+        // A call held to `active` is counted one by one, with its lease.
+        let active = Applied {
+            all: Limits::new().active(5),
+            tool: Limits::new().daily(100),
+        };
+        let a = Admit {
+            limits: active,
+            ..want("d", 8)
+        };
+        let Verdict::Admitted(a) = admit(&m, 1000, &a).expect("a memory meter") else {
+            panic!("refused")
+        };
+        assert_eq!((a.leased, a.more), (true, 0));
     }
 
     #[test]
@@ -561,14 +651,14 @@ mod tests {
             all: Limits::new().active(1),
             tool: Limits::new(),
         };
-        assert_eq!(admit_one(&m, 1, "a", true, limits), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 1, "a", true, limits)));
         assert!(refused(&admit_one(&m, 1, "b", true, limits)).is_some());
         let up = Scoped {
             all: Limits::new().active(2),
             tools: Default::default(),
         };
         raise(&m, &up).expect("a memory meter");
-        assert_eq!(admit_one(&m, 1, "b", true, limits), Verdict::Admitted);
+        assert!(ok(&admit_one(&m, 1, "b", true, limits)));
         let u = usage(
             &m,
             1,

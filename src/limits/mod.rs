@@ -15,7 +15,7 @@ mod policy;
 
 use std::cell::RefCell;
 
-pub use meter::{Admit, Ask, Kind, MeterStore, Note, Refusal, Row, Verdict};
+pub use meter::{Admit, Admitted, Ask, Kind, MeterStore, Note, Refusal, Row, Verdict};
 pub use policy::{Applied, Limits, Policy, Rate, Scoped};
 
 use crate::error::McpError;
@@ -86,4 +86,76 @@ pub fn meter_name(principal: &str) -> String {
     use sha2::{Digest, Sha256};
     let d = Sha256::digest(principal.as_bytes());
     format!("meter:{}", crate::engine::hex(&d[..16]))
+}
+
+/// What an isolate holds of its principals' meters, for calls limited by
+/// windows alone (`rate`, `daily`): admissions a meter granted ahead, and
+/// refusals until their window ends. Spent here, they cost no request.
+/// Exact within an isolate; across isolates a principal may be refused
+/// while another isolate still holds admissions of the same window (never
+/// admitted past its number).
+#[derive(Debug, Default)]
+pub struct Spare {
+    held: RefCell<std::collections::BTreeMap<String, Held>>,
+}
+
+#[derive(Debug)]
+enum Held {
+    Left { n: u32, until: u64 },
+    Refused(Refusal),
+}
+
+/// How many new calls a window-limited call asks its meter for at once:
+/// a sixteenth of its smallest window, between 1 and 64.
+pub fn batch(limits: &Applied) -> u32 {
+    let maxes = [limits.all, limits.tool].into_iter().flat_map(|l| {
+        let rate = l.rate.map(|r| r.max);
+        rate.into_iter().chain(l.daily)
+    });
+    maxes.map(|m| (m / 16).clamp(1, 64)).min().unwrap_or(1)
+}
+
+/// Whether only windows limit a call under `limits` (then it may be
+/// admitted from an isolate's [`Spare`]).
+pub fn windows_only(limits: &Applied) -> bool {
+    let only = |l: &Limits| l.held.is_none() && l.active.is_none();
+    only(&limits.all) && only(&limits.tool) && (limits.all.any() || limits.tool.any())
+}
+
+impl Spare {
+    /// Takes an admission for `key` (a meter and a tool) at `now_ms`:
+    /// `Some(Ok)` one held ahead, `Some(Err)` a refusal still in force,
+    /// `None` ask the meter.
+    pub fn take(&self, key: &str, now_ms: u64) -> Option<Result<(), Refusal>> {
+        let mut held = self.held.borrow_mut();
+        let answer = match held.get_mut(key)? {
+            Held::Left { n, until } if *until > now_ms && *n > 0 => {
+                *n -= 1;
+                Some(Ok(()))
+            }
+            Held::Refused(r) if r.retry_at > now_ms => Some(Err(r.clone())),
+            _ => None,
+        };
+        if answer.is_none() {
+            held.remove(key);
+        }
+        answer
+    }
+
+    /// Keeps what a meter answered for `key`: admissions granted ahead, or
+    /// a window's refusal (a refusal for `held` or `active` is not kept:
+    /// those free up at any moment).
+    pub fn keep(&self, key: &str, verdict: &Verdict) {
+        let entry = match verdict {
+            Verdict::Admitted(a) if a.more > 0 => Held::Left {
+                n: a.more,
+                until: a.until,
+            },
+            Verdict::Refused(r) if matches!(r.limit, Kind::Rate | Kind::Daily) => {
+                Held::Refused(r.clone())
+            }
+            _ => return,
+        };
+        self.held.borrow_mut().insert(key.to_string(), entry);
+    }
 }

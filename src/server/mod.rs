@@ -90,6 +90,9 @@ pub struct Server {
     /// What rounds told their principals' meters since the host last took
     /// them, each with its meter's object ([`Server::take_notes`]).
     notes: std::cell::RefCell<Vec<(String, crate::limits::Note)>>,
+    /// What this isolate holds of its meters' answers (window-limited
+    /// calls admitted ahead, refusals until their window ends).
+    pub(crate) spare: crate::limits::Spare,
 }
 
 /// Who is calling, once authenticated (`""` when auth is off).
@@ -212,6 +215,7 @@ impl Server {
             scopes: Default::default(),
             limits,
             notes: Default::default(),
+            spare: Default::default(),
         }
     }
 

@@ -30,6 +30,7 @@ pub(super) fn ask(server: &Server, task: &TaskRecord, now_ms: u64) -> Vec<Effect
             new: true,
             limits,
             lease_ms: server.config.claim_timeout_ms,
+            want: 1,
         },
     })]
 }

@@ -403,7 +403,7 @@ pub async fn admitted(
         return Ok(Vec::new());
     }
     match verdict {
-        crate::limits::Verdict::Admitted => {
+        crate::limits::Verdict::Admitted(_) => {
             super::limited::listed(server, &task, 0);
             task.limited = None;
             task.status_message = None;
