@@ -18,7 +18,7 @@
 // (200: the offered rate of the fixed-rate latency pass), BENCH_FIXED (a regex:
 // the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1,
 // BENCH_SUITES (which passes run, comma-separated: throughput, cold, many,
-// cost, growth; all by default, only throughput when BENCH_ONLY is set),
+// cost, growth, limits; all by default, only throughput when BENCH_ONLY is set),
 // BENCH_EXTRA_BUNDLE (`<dir>=<name>[,…]`: a prebuilt fixtures bundle, e.g. an
 // older commit's `wrangler deploy --dry-run --outdir <dir>`, served as worker
 // `<name>` beside the others, with the durable and MRTR round trips run
@@ -36,6 +36,7 @@ import { coldStarts } from './cold-start.mjs';
 import { manyAtOnce } from './many.mjs';
 import { costPerCall } from './cost.mjs';
 import { growth } from './growth.mjs';
+import { limitsPass } from './limits.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 // The fixed-rate pass runs in interleaved rounds too; its p50 and p99 are of
@@ -48,7 +49,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 /** The admin token of `fixtures-admin` (principal `ops`). */
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost,growth')).split(',').map((s) => s.trim()));
+const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost,growth,limits')).split(',').map((s) => s.trim()));
 
 /** The workers, each bundled from its own directory and config. */
 const WORKERS = [
@@ -474,6 +475,7 @@ async function main() {
       printCost();
     }
     if (SUITES.has('growth')) report.growth = await growth(workers);
+    if (SUITES.has('limits')) report.limits = await limitsPass(workers);
   } finally {
     issuer.stop();
   }

@@ -9,6 +9,9 @@
 //! - `active`: a round running (`key` its lease), until its lease runs out
 //!   (a round that dies unreported frees its place then);
 //! - `held`: a call kept paused (`key` the call), until its idle TTL;
+//! - `pending`: a new call's round under a `held` limit (`key` its lease):
+//!   it may pause, so it holds a place until it ends;
+//! - `waiting`: a task a limit held back (listed, not counted);
 //! - `raise`: an operator's limits for this principal, over the code's and
 //!   the vars'.
 
@@ -308,7 +311,13 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
                 until = until.min(start + per_ms);
             }
             if let Some(max) = l.held {
-                if store.count("held", tool_of(key).as_deref(), now_ms)? >= u64::from(max) {
+                // A new call under way may pause: it holds a place until
+                // its round ends (`pending`), so two at once cannot both
+                // take the last one.
+                let tool = tool_of(key);
+                let held = store.count("held", tool.as_deref(), now_ms)?
+                    + store.count("pending", tool.as_deref(), now_ms)?;
+                if held >= u64::from(max) {
                     let at = now_ms + HELD_RETRY_S * 1000;
                     return Ok(refused(Kind::Held, scope, max, None, at));
                 }
@@ -325,9 +334,10 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
             }
         }
     }
+    let pending = a.new && scopes.iter().any(|(_, _, l)| l.held.is_some());
     // Only a call limited by windows alone is admitted in a batch: a
     // held or running call is counted one by one.
-    let limited_otherwise = leased || scopes.iter().any(|(_, _, l)| l.held.is_some());
+    let limited_otherwise = leased || pending;
     if !a.new || limited_otherwise || until == u64::MAX {
         left = 1;
     }
@@ -347,18 +357,21 @@ pub fn admit(store: &dyn MeterStore, now_ms: u64, a: &Admit) -> Result<Verdict, 
             }
         }
     }
-    if leased {
-        store.put(&Row {
-            kind: "active".into(),
-            key: a.lease.clone(),
-            tool: a.tool.clone(),
-            n: 1,
-            until: now_ms.saturating_add(a.lease_ms.max(1)),
-            text: String::new(),
-        })?;
+    let until_ms = now_ms.saturating_add(a.lease_ms.max(1));
+    for (kind, keep) in [("active", leased), ("pending", pending)] {
+        if keep {
+            store.put(&Row {
+                kind: kind.into(),
+                key: a.lease.clone(),
+                tool: a.tool.clone(),
+                n: 1,
+                until: until_ms,
+                text: String::new(),
+            })?;
+        }
     }
     Ok(Verdict::Admitted(Admitted {
-        leased,
+        leased: leased || pending,
         more: u32::try_from(left - 1).unwrap_or(0),
         until: if until == u64::MAX { 0 } else { until },
     }))
@@ -395,7 +408,10 @@ fn window_count(
 pub fn note(store: &dyn MeterStore, now_ms: u64, notes: &[Note]) -> Result<(), McpError> {
     for n in notes {
         match n {
-            Note::Release(lease) => store.delete("active", lease)?,
+            Note::Release(lease) => {
+                store.delete("active", lease)?;
+                store.delete("pending", lease)?;
+            }
             Note::Held { call, tool, until } => kept(store, now_ms, "held", call, tool, *until)?,
             Note::Waiting { call, tool, until } => {
                 kept(store, now_ms, "waiting", call, tool, *until)?
@@ -573,6 +589,11 @@ mod tests {
             tool: Limits::new(),
         };
         assert!(ok(&admit_one(&m, 1, "a", true, held)));
+        // While it runs, another new call cannot take the last place too.
+        assert_eq!(
+            refused(&admit_one(&m, 1, "z", true, held)),
+            Some((Kind::Held, "principal"))
+        );
         let paused = Note::Held {
             call: "c1".into(),
             tool: "t".into(),

@@ -1,0 +1,153 @@
+// Limits (issue 45): what a limit costs, and whether one tenant over its
+// limit hurts another. One workerd serves the fixtures bundle signed in
+// with two API tokens (`steady`, `noisy`), as several workers:
+//
+// - `limits-off`: no limit configured;
+// - `limits-rate`: one per-principal rate on (`{"all": {"rate":
+//   "100000000/60s"}}`, never reached: what metering costs);
+// - `limits-fair`: the same, and `noisy` held to BENCH_LIMITS_NOISY_RATE
+//   calls per second;
+// - each BENCH_EXTRA_BUNDLE (the build before), signed in the same way.
+//
+// 1. Overhead: the stateless `add` call as `steady`, at full speed
+//    (autocannon, BENCH_CONNECTIONS, BENCH_SECONDS), interleaved
+//    BENCH_ROUNDS times; medians; each lane against `limits-off` and the
+//    build before.
+// 2. Fairness: `steady` at a fixed BENCH_LIMITS_STEADY_RATE on
+//    `limits-fair`, alone, then while `noisy` drives ten times its limit;
+//    `steady`'s success rate and p99 both ways, and what `noisy` got
+//    (admitted per second, refused with 429).
+import autocannon from 'autocannon';
+import { join } from 'node:path';
+import { OUT, serve } from './workerd.mjs';
+import { KEY, modernReq } from './requests.mjs';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
+const FIXED_SECONDS = Number(process.env.BENCH_FIXED_SECONDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
+const STEADY_RATE = Number(process.env.BENCH_LIMITS_STEADY_RATE ?? 100);
+const NOISY_RATE = Number(process.env.BENCH_LIMITS_NOISY_RATE ?? 50);
+const TOKENS = { steady: 'bench-steady-token-0123456789', noisy: 'bench-noisy-token-0123456789' };
+const API_TOKENS = `steady:${TOKENS.steady},noisy:${TOKENS.noisy}`;
+const HIGH = { all: { rate: '100000000/60s' } };
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quantile = (xs, q) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length ? s[Math.min(s.length - 1, Math.ceil(q * s.length) - 1)] : NaN;
+};
+
+/** The stateless call as `who`. */
+function call(who) {
+  const r = modernReq('add', { a: 1, b: 2 });
+  return { ...r, headers: { ...r.headers, authorization: `Bearer ${TOKENS[who]}` } };
+}
+
+/** One autocannon window on `url`: at full speed, or at `rate` per second. */
+function load(url, request, { rate, connections = CONNECTIONS, seconds = SECONDS } = {}) {
+  const latencies = [];
+  return new Promise((resolve, reject) => {
+    const instance = autocannon({ url, connections, duration: seconds, requests: [request], timeout: 20,
+      ...(rate ? { overallRate: rate, ignoreCoordinatedOmission: true } : {}) },
+    (err, r) => (err ? reject(err) : resolve({ r, latencies })));
+    instance.on('response', (_c, status, _b, ms) => { if (status >= 200 && status < 300) latencies.push(ms); });
+  }).then(({ r, latencies: l }) => {
+    const codes = Object.fromEntries(Object.entries(r.statusCodeStats ?? {}).map(([c, { count }]) => [c, count]));
+    const ok = r['2xx'] ?? 0;
+    return { rps: r.requests.average, total: r.requests.total, ok, codes, errors: r.errors + r.timeouts, latencies: l };
+  });
+}
+
+/** Checks the lanes answer as the pass expects before it measures. */
+async function preflight(ports) {
+  const send = async (port, who) => {
+    const req = call(who);
+    const res = await fetch(`http://127.0.0.1:${port}/mcp`, { method: 'POST', headers: req.headers, body: req.body });
+    return { status: res.status, body: await res.text() };
+  };
+  for (const [name, port] of Object.entries(ports)) {
+    const r = await send(port, 'steady');
+    if (r.status !== 200 || !r.body.includes('"3"') && !r.body.includes('3')) {
+      throw new Error(`limits: ${name} did not answer the call: ${r.status} ${r.body.slice(0, 200)}`);
+    }
+  }
+}
+
+export async function limitsPass(workers) {
+  const fixtures = workers.find((w) => w.name === 'fixtures');
+  const vars = (limits) => ({ STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', API_TOKENS,
+    ...(limits ? { LIMITS: JSON.stringify(limits) } : {}) });
+  const lanes = [
+    { name: 'limits-off', out: fixtures.out, classes: fixtures.classes, vars: vars(null) },
+    { name: 'limits-rate', out: fixtures.out, classes: fixtures.classes, vars: vars(HIGH) },
+    { name: 'limits-fair', out: fixtures.out, classes: fixtures.classes,
+      vars: vars({ ...HIGH, principals: { noisy: { all: { rate: `${NOISY_RATE}/1s` } } } }) },
+    ...workers.filter((w) => w.extra).map((w) => ({ ...w, name: `limits-${w.name}`, vars: vars(null) })),
+  ];
+  const { ports, stop } = await serve(lanes, { storage: join(OUT, 'limits-storage'), config: 'limits.capnp' });
+  const url = (name) => `http://127.0.0.1:${ports[name]}/mcp`;
+  try {
+    await preflight(ports);
+    // 1. Overhead, interleaved.
+    const speed = {};
+    const measured = lanes.filter((l) => l.name !== 'limits-fair').map((l) => l.name);
+    for (const name of measured) await load(url(name), call('steady'), { seconds: 2 });
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const name of measured) {
+        const r = await load(url(name), call('steady'));
+        if (r.errors || r.ok !== r.total) throw new Error(`limits: ${name} failed requests: ${JSON.stringify(r.codes)}`);
+        (speed[name] ??= []).push(r.rps);
+      }
+    }
+    const rps = Object.fromEntries(Object.entries(speed).map(([k, v]) => [k, median(v)]));
+    console.log('\nlimits: what metering costs, the stateless call (add) as one API-token principal, '
+      + `${CONNECTIONS} connections, ${SECONDS} s × ${ROUNDS} interleaved, medians`);
+    console.log('| lane | rps | vs no limit | vs the build before |');
+    console.log('|---|---|---|---|');
+    const before = measured.find((n) => !['limits-off', 'limits-rate'].includes(n));
+    for (const name of measured) {
+      const vsOff = rps[name] / rps['limits-off'];
+      const vsBefore = before ? rps[name] / rps[before] : NaN;
+      console.log(`| ${name} | ${rps[name].toFixed(0)} | ${vsOff.toFixed(3)} | ${before ? vsBefore.toFixed(3) : '—'} |`);
+    }
+    // 2. Fairness.
+    const fixed = { rate: STEADY_RATE, connections: 4, seconds: FIXED_SECONDS };
+    const alone = [];
+    const together = [];
+    const noisy = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      alone.push(await load(url('limits-fair'), call('steady'), fixed));
+      // The window turns each second: wait out the last one's refusals.
+      await new Promise((r) => setTimeout(r, 1100));
+      const [s, n] = await Promise.all([
+        load(url('limits-fair'), call('steady'), fixed),
+        load(url('limits-fair'), call('noisy'), { rate: NOISY_RATE * 10, connections: 16, seconds: FIXED_SECONDS }),
+      ]);
+      together.push(s);
+      noisy.push(n);
+    }
+    const pool = (runs) => runs.flatMap((r) => r.latencies);
+    const success = (runs) => runs.reduce((a, r) => a + r.ok, 0) / runs.reduce((a, r) => a + r.total, 0);
+    const p99Alone = quantile(pool(alone), 0.99);
+    const p99Together = quantile(pool(together), 0.99);
+    const noisyOk = noisy.reduce((a, r) => a + r.ok, 0) / (ROUNDS * FIXED_SECONDS);
+    const noisy429 = noisy.reduce((a, r) => a + (r.codes['429'] ?? 0), 0);
+    const noisyOther = noisy.reduce((a, r) => a + r.total - r.ok - (r.codes['429'] ?? 0), 0);
+    console.log(`\nlimits: two tenants on one worker (limits-fair), ${ROUNDS} rounds of ${FIXED_SECONDS} s: `
+      + `steady at ${STEADY_RATE}/s; noisy at ${NOISY_RATE * 10}/s, ten times its limit (${NOISY_RATE}/1s)`);
+    console.log('| steady | success | p50 | p99 |');
+    console.log('|---|---|---|---|');
+    console.log(`| alone | ${(100 * success(alone)).toFixed(2)} % | ${quantile(pool(alone), 0.5)} ms | ${p99Alone} ms |`);
+    console.log(`| with noisy | ${(100 * success(together)).toFixed(2)} % | ${quantile(pool(together), 0.5)} ms | ${p99Together} ms |`);
+    console.log(`steady's p99 with noisy / alone: ${(p99Together / p99Alone).toFixed(2)}×; noisy admitted `
+      + `${noisyOk.toFixed(1)}/s (its limit ${NOISY_RATE}/s), refused ${noisy429} with 429, other failures ${noisyOther}`);
+    return {
+      overhead: rps,
+      fairness: { steadyAlone: { success: success(alone), p99: p99Alone }, steadyWithNoisy: { success: success(together), p99: p99Together },
+        noisyAdmittedPerSecond: noisyOk, noisyRefused: noisy429, noisyOtherFailures: noisyOther },
+    };
+  } finally {
+    stop();
+  }
+}
