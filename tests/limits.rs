@@ -241,3 +241,15 @@ fn usage(s: &mut TestServer, who: &str) -> Value {
 }
 
 const ADMIN_TOKEN: &str = "admin-token-0123456789";
+
+#[test]
+fn a_window_only_limit_asks_its_meter_once_per_batch() {
+    let mut s = server(r#"{"all": {"rate": "100000000/60s"}}"#);
+    let before = s.cost().object_requests;
+    for _ in 0..200 {
+        assert_eq!(call(&mut s, ADA, "ping", json!({})).status, 200);
+    }
+    let asked = s.cost().object_requests - before;
+    // 64 admitted per request to the meter.
+    assert_eq!(asked, 4, "requests to the meter for 200 calls");
+}

@@ -101,7 +101,15 @@ pub struct Spare {
 
 #[derive(Debug)]
 enum Held {
-    Left { n: u32, until: u64 },
+    /// Admissions left until `until`; `asking`: one request is on its way
+    /// for more (asked when a quarter of `batch` is left, so that the
+    /// requests meanwhile still spend what is here).
+    Left {
+        n: u32,
+        until: u64,
+        batch: u32,
+        asking: bool,
+    },
     Refused(Refusal),
 }
 
@@ -129,7 +137,17 @@ impl Spare {
     pub fn take(&self, key: &str, now_ms: u64) -> Option<Result<(), Refusal>> {
         let mut held = self.held.borrow_mut();
         let answer = match held.get_mut(key)? {
-            Held::Left { n, until } if *until > now_ms && *n > 0 => {
+            Held::Left {
+                n,
+                until,
+                batch,
+                asking,
+            } if *until > now_ms && *n > 0 => {
+                if *n <= *batch / 4 && !*asking {
+                    // This one asks for more; the ones meanwhile spend these.
+                    *asking = true;
+                    return None;
+                }
                 *n -= 1;
                 Some(Ok(()))
             }
@@ -146,16 +164,65 @@ impl Spare {
     /// a window's refusal (a refusal for `held` or `active` is not kept:
     /// those free up at any moment).
     pub fn keep(&self, key: &str, verdict: &Verdict) {
+        let mut held = self.held.borrow_mut();
         let entry = match verdict {
-            Verdict::Admitted(a) if a.more > 0 => Held::Left {
-                n: a.more,
-                until: a.until,
-            },
+            Verdict::Admitted(a) if a.more > 0 => {
+                // Added to what is left of the same windows.
+                let left = match held.get(key) {
+                    Some(Held::Left { n, until, .. }) if *until == a.until => *n,
+                    _ => 0,
+                };
+                Held::Left {
+                    n: left.saturating_add(a.more),
+                    until: a.until,
+                    batch: a.more + 1,
+                    asking: false,
+                }
+            }
             Verdict::Refused(r) if matches!(r.limit, Kind::Rate | Kind::Daily) => {
                 Held::Refused(r.clone())
             }
-            _ => return,
+            _ => {
+                if let Some(Held::Left { asking, .. }) = held.get_mut(key) {
+                    *asking = false;
+                }
+                return;
+            }
         };
-        self.held.borrow_mut().insert(key.to_string(), entry);
+        held.insert(key.to_string(), entry);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn granted(more: u32, until: u64) -> Verdict {
+        Verdict::Admitted(Admitted {
+            leased: false,
+            more,
+            until,
+        })
+    }
+
+    #[test]
+    fn an_isolate_spends_a_batch_and_asks_for_more_before_it_runs_out() {
+        let spare = Spare::default();
+        assert_eq!(spare.take("k", 0), None);
+        spare.keep("k", &granted(7, 1000));
+        // 7 held, batch 8: spent down to 2, then one request asks.
+        for _ in 0..5 {
+            assert_eq!(spare.take("k", 1), Some(Ok(())));
+        }
+        assert_eq!(spare.take("k", 1), None, "the one that asks for more");
+        assert_eq!(
+            spare.take("k", 1),
+            Some(Ok(())),
+            "the others spend what is left"
+        );
+        assert_eq!(spare.take("k", 1), Some(Ok(())));
+        assert_eq!(spare.take("k", 1), None, "none left");
+        spare.keep("k", &granted(7, 1000));
+        assert_eq!(spare.take("k", 1000), None, "the window ended");
     }
 }
