@@ -253,3 +253,70 @@ fn a_window_only_limit_asks_its_meter_once_per_batch() {
     // 64 admitted per request to the meter.
     assert_eq!(asked, 4, "requests to the meter for 200 calls");
 }
+
+#[test]
+fn a_call_ended_without_a_round_frees_its_place() {
+    let mut s = server(r#"{"all": {"held": 5}}"#);
+    // A durable call, paused, then cancelled by an operator.
+    let r = call(&mut s, ADA, "ask", json!({}));
+    assert_eq!(
+        r.json["result"]["resultType"], "input_required",
+        "{}",
+        r.json
+    );
+    assert_eq!(usage(&mut s, "ada")["all"]["held"], 1);
+    let listed = s.admin(ADMIN_TOKEN, "GET", "/admin/api/calls", None);
+    let id = listed.json["calls"][0]["id"]
+        .as_str()
+        .expect("a listed call")
+        .to_string();
+    let body = json!({"ids": [id]});
+    let r = s.admin(ADMIN_TOKEN, "POST", "/admin/api/calls/cancel", Some(&body));
+    assert_eq!(r.status, 200, "{}", r.json);
+    assert_eq!(
+        usage(&mut s, "ada")["all"]["held"],
+        0,
+        "an operator's cancel"
+    );
+    // A session's call, paused, then cancelled by its client; another
+    // paused, then the session deleted.
+    let bearer = format!("Bearer {ADA}");
+    let auth = ("authorization", bearer.as_str());
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "limits-test", "version": "1"}}});
+    let r = s.post(&[auth], &init);
+    let sid = r.header("mcp-session-id").expect("a session").to_string();
+    let h = [
+        auth,
+        ("mcp-session-id", sid.as_str()),
+        ("mcp-protocol-version", "2025-11-25"),
+    ];
+    s.post(
+        &h,
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    for id in [11, 12] {
+        let c = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "ask", "arguments": {}}});
+        s.post(&h, &c);
+    }
+    assert_eq!(usage(&mut s, "ada")["all"]["held"], 2);
+    let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 11}});
+    s.post(&h, &cancel);
+    assert_eq!(
+        usage(&mut s, "ada")["all"]["held"],
+        1,
+        "its client's cancel"
+    );
+    let mut del = durable_mcp::http::HttpRequest::post("/mcp", &h, "");
+    del.method = "DELETE".into();
+    del.headers.push(("host".into(), "127.0.0.1:8787".into()));
+    assert_eq!(s.send(del).status, 204);
+    assert_eq!(
+        usage(&mut s, "ada")["all"]["held"],
+        0,
+        "its session deleted"
+    );
+}

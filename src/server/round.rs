@@ -269,6 +269,20 @@ fn held(server: &Server, end: crate::engine::RoundEnd, ended: &Ended<'_>) {
     server.note(crate::limits::meter_name(ended.principal), note);
 }
 
+/// Tells the principal's meter, where limits apply to it, that a call it
+/// keeps ended without a round (cancelled by its client or an operator,
+/// its session deleted): it is no longer held.
+pub(crate) fn let_go(server: &Server, principal: &str, call_id: &str) {
+    if server.limits_apply(principal) {
+        let note = crate::limits::Note::Held {
+            call: call_id.to_string(),
+            tool: String::new(),
+            until: 0,
+        };
+        server.note(crate::limits::meter_name(principal), note);
+    }
+}
+
 /// The round's event, as its log line and its span carry it.
 fn event<'e>(
     ended: &'e Ended<'_>,

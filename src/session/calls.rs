@@ -425,10 +425,16 @@ fn overtaken(
 }
 
 /// `notifications/cancelled`: the call stops; its resources are freed.
-pub(super) fn cancel(store: &dyn SessionStore, request_id: &Value) -> Result<Vec<Push>, McpError> {
+pub(super) fn cancel(
+    server: &Server,
+    store: &dyn SessionStore,
+    meta: &SessionMeta,
+    request_id: &Value,
+) -> Result<Vec<Push>, McpError> {
     let mut pushes = Vec::new();
     for mut call in store.calls()? {
         if &call.request_id == request_id && !call.state.is_final() {
+            crate::server::round::let_go(server, &meta.principal, &call.call_id);
             call.state = Status::Cancelled;
             forget_journal(&mut call);
             store.put_call(&call)?;

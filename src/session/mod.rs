@@ -106,7 +106,15 @@ async fn handle_inner(
         "GET" => streams::get(server, req, env, store, &meta, &turn)
             .await
             .map_err(|e| (e, None)),
-        "DELETE" => Ok(Reply::new(HttpResponse::empty(204)).with(Effect::DeleteStorage)),
+        "DELETE" => {
+            // Its paused calls go with it: no longer held.
+            for c in store.calls().map_err(|e| (e, None))? {
+                if !c.state.is_final() {
+                    crate::server::round::let_go(server, &meta.principal, &c.call_id);
+                }
+            }
+            Ok(Reply::new(HttpResponse::empty(204)).with(Effect::DeleteStorage))
+        }
         "POST" => post(server, req, env, store, meta, &turn).await,
         _ => Err((
             McpError::new(ErrorKind::MethodNotAllowed, "Method not allowed"),
@@ -266,7 +274,7 @@ async fn post(
             let mut pushes = Vec::new();
             if n.method == "notifications/cancelled" {
                 if let Some(id) = n.params.get("requestId") {
-                    pushes = calls::cancel(store, id).map_err(|e| (e, None))?;
+                    pushes = calls::cancel(server, store, &meta, id).map_err(|e| (e, None))?;
                 }
             }
             Ok(accepted(pushes))

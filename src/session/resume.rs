@@ -166,6 +166,7 @@ pub(crate) fn on_alarm(
     for mut c in store.calls()? {
         if let (false, Some(max)) = (c.state.is_final(), c.max_wait_ms) {
             if now_ms >= c.last_contact_ms.saturating_add(max) {
+                crate::server::round::let_go(server, &meta.principal, &c.call_id);
                 c.state = Status::Cancelled;
                 c.journal = Journal::new();
                 store.put_call(&c)?;

@@ -109,13 +109,15 @@ impl Kept for Durable<'_> {
 
     fn cancel(
         mut self: Box<Self>,
-        _: &Server,
+        server: &Server,
         now_ms: u64,
         why: &str,
     ) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
         // A round running at this moment (a claim is held only while one
         // awaits) finds this when it ends and stores nothing over it: its
         // client, and every retry, gets `-32800`.
+        let owner = self.call.journal.trail.as_ref().map(|t| t.owner.clone());
+        crate::server::round::let_go(server, &owner.unwrap_or_default(), &self.id);
         let call = &mut self.call;
         call.status = Status::Cancelled;
         call.last_reply = None;

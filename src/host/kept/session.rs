@@ -101,10 +101,12 @@ impl Kept for Session<'_> {
 
     fn cancel(
         mut self: Box<Self>,
-        _: &Server,
+        server: &Server,
         now_ms: u64,
         why: &str,
     ) -> Result<Result<Vec<Effect>, &'static str>, McpError> {
+        let owner = self.call.journal.trail.as_ref().map(|t| t.owner.clone());
+        crate::server::round::let_go(server, &owner.unwrap_or_default(), &self.call.call_id);
         let call = &mut self.call;
         call.state = Status::Cancelled;
         call.journal
