@@ -18,11 +18,18 @@
 // - a restart with the same --persist-to keeps every count (held, rate,
 //   daily still refuse);
 // - a task over its rate is not refused: `working`, "Waiting for a limit",
-//   and it runs when its window opens;
+//   and it runs when its window opens (the server restarted meanwhile);
 // - once every call has ended, every principal's held and active counts
-//   are zero again.
+//   are zero again; each refusal wrote one log line (the limit, the
+//   principal as a digest, no token);
+// - a task cancelled by its client or an operator frees its place at once.
+// Marked `todo` (BUG, left for the maintainer to decide): a durable call
+// an operator cancels, a session call an operator or its client cancels,
+// and a session its client deletes keep their held place until their idle
+// TTL (an hour, a day), so a principal at `held` stays refused that long.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -56,6 +63,8 @@ let server;
 let persistTo;
 let vars;
 const sdkClients = [];
+/** The logs of the servers stopped (each restart's). */
+const logs = [];
 
 const sleep = (ms) => new Promise((ok) => setTimeout(ok, ms));
 
@@ -366,6 +375,7 @@ test(`a restart with the same persist directory keeps every count: held, rate an
   }
   await usageUntil('ada', (x) => x.all.held === 2, 'two calls held before the restart');
   await server.stop();
+  logs.push(server.logPath);
   server = await startServer({ persistTo, vars });
 
   const u = await usage('ada');
@@ -412,7 +422,7 @@ async function taskGet(token, taskId) {
 }
 const WAITING = /^Waiting for a limit/;
 
-test(`a task over its rate is not refused: working, "Waiting for a limit", and it runs when its window opens (${VIA})`, { timeout: 60_000 }, async () => {
+test(`a task over its rate is not refused: working, "Waiting for a limit", and it runs when its window opens, across a restart (${VIA})`, { timeout: 60_000 }, async () => {
   const task = (token, label) => call(token, 'slow_compute', { seconds: 1, label }, { _meta: modernMeta(TASKS) });
   await clearOfWindowEnd(TASK_WINDOW, 3_500);
   const first = await task(ADA, 'first');
@@ -433,6 +443,10 @@ test(`a task over its rate is not refused: working, "Waiting for a limit", and i
   assert.doesNotMatch(bob.json.result.statusMessage ?? '', WAITING, bob.text);
 
   const id = second.json.result.taskId;
+  // The server restarts while it waits (and the others sleep): each still runs.
+  await server.stop();
+  logs.push(server.logPath);
+  server = await startServer({ persistTo, vars });
   let ranAt = 0;
   let t;
   for (const deadline = Date.now() + 30_000; ;) {
@@ -489,6 +503,30 @@ test(`once every call has ended, every principal's held and active counts are ze
   const ada = all.find((p) => p.principal === 'ada');
   assert.equal(ada.tools.file_change.rate, 3, JSON.stringify(ada));
   assert.equal(ada.tools.release.daily, 2, JSON.stringify(ada));
+});
+
+test(`each refusal writes one log line naming the limit and whose (a digest), never a token (${VIA})`, { timeout: 30_000 }, async () => {
+  assert.equal(logs.length, 2, 'the restart test and the task test ran');
+  const want = {
+    'rate file_change': 3, 'daily release': 3, 'held deploy': 3, 'held add': 2, 'active add': 1, 'active deploy': 1,
+  };
+  let lines;
+  let got;
+  for (const deadline = Date.now() + 10_000; ;) {
+    const text = [...logs, server.logPath].map((f) => readFileSync(f, 'utf8')).join('\n');
+    assert.ok(!text.includes(ADA) && !text.includes(BOB) && !text.includes(OPS), 'no token in the logs');
+    lines = text.split('\n').filter((l) => l.includes('"event":"limited"')).map((l) => JSON.parse(l.slice(l.indexOf('{'))));
+    got = {};
+    for (const l of lines) got[`${l.limit} ${l.tool}`] = (got[`${l.limit} ${l.tool}`] ?? 0) + 1;
+    if (Object.entries(want).every(([k, n]) => got[k] === n) && got['rate slow_compute'] >= 1) break;
+    assert.ok(Date.now() < deadline, `refusals logged: ${JSON.stringify(got)}, wanted ${JSON.stringify(want)} and rate slow_compute`);
+    await sleep(250);
+  }
+  // All of them ada's (bob was never refused), named by a digest only.
+  const whose = [...new Set(lines.map((l) => l.principal))];
+  assert.equal(whose.length, 1, JSON.stringify(whose));
+  assert.match(whose[0], /^p:[0-9a-f]{16}$/);
+  assert.ok(lines.every((l) => Number.isInteger(l.retryAfter) && l.retryAfter >= 1 && l.max >= 1), JSON.stringify(lines));
 });
 
 // What ends a paused call must free its place: with `held` set, a place
