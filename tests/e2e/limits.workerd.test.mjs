@@ -1,0 +1,3 @@
+// limits.test.mjs against plain `workerd serve`: requests as Cloudflare delivers them.
+import './via-workerd.mjs';
+import './limits.test.mjs';
