@@ -250,8 +250,8 @@ fn a_window_only_limit_asks_its_meter_once_per_batch() {
         assert_eq!(call(&mut s, ADA, "ping", json!({})).status, 200);
     }
     let asked = s.cost().object_requests - before;
-    // 64 admitted per request to the meter.
-    assert_eq!(asked, 4, "requests to the meter for 200 calls");
+    // 1,024 admitted per request to the meter.
+    assert_eq!(asked, 1, "requests to the meter for 200 calls");
 }
 
 #[test]

@@ -324,13 +324,14 @@ impl Inbound {
         // A call its principal's limits apply to is admitted first: from
         // what this isolate holds, else by its meter.
         let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
-        let lease = format!("l{}", crate::server::new_call_id(&self.env));
-        match check(server, principal, &m, &lease, self.env.now_ms) {
+        let lease = || format!("l{}", crate::server::new_call_id(&self.env));
+        match check(server, principal, &m, lease, self.env.now_ms) {
             Check::Free | Check::Spare => self.go(route, None),
             Check::Refused(r) => self.refuse(server, route, &m, &r),
             Check::Ask {
                 meter,
                 request,
+                lease,
                 spare,
             } => {
                 self.stage = Stage::Metered(Box::new(Admission {

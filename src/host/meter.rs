@@ -82,32 +82,33 @@ pub(super) enum Check {
     Spare,
     /// Refused from what this isolate holds (a window still full).
     Refused(crate::limits::Refusal),
-    /// Ask the meter (its object, the request); `spare`: the key its
-    /// answer is kept under in this isolate.
+    /// Ask the meter (its object, the request) for the round's `lease`;
+    /// `spare`: the key its answer is kept under in this isolate.
     Ask {
         meter: String,
         request: HttpRequest,
+        lease: String,
         spare: Option<String>,
     },
 }
 
-/// What `principal`'s call `m`, to run under `lease`, does first: for a
-/// new call limited only by windows, what this isolate holds answers
-/// without a request, and a request asks for a batch.
+/// What `principal`'s call `m` does first: for a new call limited only
+/// by windows, what this isolate holds answers without a request, and a
+/// request asks for a batch. `lease`: the round's lease, made only when
+/// the meter is asked.
 pub(super) fn check(
     server: &Server,
     principal: &str,
     m: &Metered,
-    lease: &str,
+    lease: impl FnOnce() -> String,
     now_ms: u64,
 ) -> Check {
-    let limits = server.limits.for_principal(principal).for_tool(&m.tool);
+    let limits = server.limits.applied(principal, &m.tool);
     if !limits.all.any() && !limits.tool.any() {
         return Check::Free;
     }
-    let meter = crate::limits::meter_name(principal);
     let spare = (m.new && !m.task && crate::limits::windows_only(&limits))
-        .then(|| format!("{meter} {}", m.tool));
+        .then(|| format!("{principal}\n{}", m.tool));
     if let Some(key) = &spare {
         match server.spare.take(key, now_ms) {
             Some(Ok(())) => return Check::Spare,
@@ -120,17 +121,19 @@ pub(super) fn check(
     } else {
         1
     };
+    let lease = lease();
     let ask = Ask::Admit(Admit {
         tool: m.tool.clone(),
-        lease: lease.to_string(),
+        lease: lease.clone(),
         new: m.new,
         limits,
         lease_ms: server.config.claim_timeout_ms,
         want,
     });
     Check::Ask {
-        meter,
+        meter: crate::limits::meter_name(principal),
         request: meter_request(&ask),
+        lease,
         spare,
     }
 }

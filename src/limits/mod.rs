@@ -102,8 +102,8 @@ pub struct Spare {
 #[derive(Debug)]
 enum Held {
     /// Admissions left until `until`; `asking`: one request is on its way
-    /// for more (asked when a quarter of `batch` is left, so that the
-    /// requests meanwhile still spend what is here).
+    /// for more (asked when half of `batch` is left, so that the requests
+    /// meanwhile still spend what is here).
     Left {
         n: u32,
         until: u64,
@@ -114,13 +114,13 @@ enum Held {
 }
 
 /// How many new calls a window-limited call asks its meter for at once:
-/// a sixteenth of its smallest window, between 1 and 64.
+/// a sixteenth of its smallest window, between 1 and 1,024.
 pub fn batch(limits: &Applied) -> u32 {
     let maxes = [limits.all, limits.tool].into_iter().flat_map(|l| {
         let rate = l.rate.map(|r| r.max);
         rate.into_iter().chain(l.daily)
     });
-    maxes.map(|m| (m / 16).clamp(1, 64)).min().unwrap_or(1)
+    maxes.map(|m| (m / 16).clamp(1, 1024)).min().unwrap_or(1)
 }
 
 /// Whether only windows limit a call under `limits` (then it may be
@@ -143,7 +143,7 @@ impl Spare {
                 batch,
                 asking,
             } if *until > now_ms && *n > 0 => {
-                if *n <= *batch / 4 && !*asking {
+                if *n <= *batch / 2 && !*asking {
                     // This one asks for more; the ones meanwhile spend these.
                     *asking = true;
                     return None;
@@ -210,17 +210,18 @@ mod tests {
         let spare = Spare::default();
         assert_eq!(spare.take("k", 0), None);
         spare.keep("k", &granted(7, 1000));
-        // 7 held, batch 8: spent down to 2, then one request asks.
-        for _ in 0..5 {
+        // 7 held, batch 8: spent down to 4, then one request asks.
+        for _ in 0..3 {
             assert_eq!(spare.take("k", 1), Some(Ok(())));
         }
         assert_eq!(spare.take("k", 1), None, "the one that asks for more");
-        assert_eq!(
-            spare.take("k", 1),
-            Some(Ok(())),
-            "the others spend what is left"
-        );
-        assert_eq!(spare.take("k", 1), Some(Ok(())));
+        for _ in 0..4 {
+            assert_eq!(
+                spare.take("k", 1),
+                Some(Ok(())),
+                "the others spend the rest"
+            );
+        }
         assert_eq!(spare.take("k", 1), None, "none left");
         spare.keep("k", &granted(7, 1000));
         assert_eq!(spare.take("k", 1000), None, "the window ended");

@@ -231,6 +231,21 @@ impl Policy {
         out
     }
 
+    /// What `principal`'s calls of `tool` are held to, made without
+    /// copying the policy (every metered call asks).
+    pub fn applied(&self, principal: &str, tool: &str) -> Applied {
+        let tool_of = |s: &Scoped| s.tools.get(tool).copied().unwrap_or_default();
+        let mut a = Applied {
+            all: self.every.all,
+            tool: tool_of(&self.every),
+        };
+        if let Some(own) = self.principals.get(principal) {
+            a.all = a.all.overlaid(&own.all);
+            a.tool = a.tool.overlaid(&tool_of(own));
+        }
+        a
+    }
+
     /// What `principal`'s calls are held to.
     pub fn for_principal(&self, principal: &str) -> Scoped {
         match self.principals.get(principal) {
@@ -279,6 +294,12 @@ mod tests {
         assert_eq!(p.for_principal("ada").all.held, Some(1));
         assert_eq!(p.for_principal("ada").all.daily, Some(10));
         assert_eq!(p.for_principal("bob").all.held, Some(5));
+        for who in ["ada", "bob"] {
+            assert_eq!(
+                p.applied(who, "slow"),
+                p.for_principal(who).for_tool("slow")
+            );
+        }
         assert!(p.any());
         assert!(!Policy::default().any());
         assert!(Policy::parse(r#"{"all": {"hled": 1}}"#).is_err());

@@ -6,7 +6,7 @@
 //   paused (2: a durable call and a 2025-11-25 session call of the
 //   official SDK client), the rounds she runs at once (1: while a round
 //   runs, a new call and a paused call's next round are refused);
-//   each refusal is HTTP 429 with Retry-After, JSON-RPC -32029 and the
+//   each refusal is HTTP 429 with Retry-After, JSON-RPC -32013 and the
 //   limit named in error.data; the refused call stored nothing (the
 //   operator's listing does not grow) and ran no effect (the ticket
 //   webhook);
@@ -22,11 +22,10 @@
 // - once every call has ended, every principal's held and active counts
 //   are zero again; each refusal wrote one log line (the limit, the
 //   principal as a digest, no token);
-// - a task cancelled by its client or an operator frees its place at once.
-// Marked `todo` (BUG, left for the maintainer to decide): a durable call
-// an operator cancels, a session call an operator or its client cancels,
-// and a session its client deletes keep their held place until their idle
-// TTL (an hour, a day), so a principal at `held` stays refused that long.
+// - a call ended without a round frees its place at once: a task cancelled
+//   by its client or an operator, a durable call an operator cancels, a
+//   session call an operator or its client cancels, a session its client
+//   deletes.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -158,12 +157,12 @@ async function usageUntil(who, want, what, ms = 10_000) {
 }
 
 /**
- * A refusal: 429, Retry-After equal to error.data.retryAfter, -32029 and
+ * A refusal: 429, Retry-After equal to error.data.retryAfter, -32013 and
  * what error.data says of the limit; no result.
  */
 function assertRefused(r, want) {
   assert.equal(r.status, 429, r.text);
-  assert.equal(r.json?.error?.code, -32029, r.text);
+  assert.equal(r.json?.error?.code, -32013, r.text);
   assert.equal(r.json.result, undefined, r.text);
   const d = r.json.error.data;
   for (const [k, v] of Object.entries(want)) assert.deepEqual(d?.[k], v, `data.${k}: ${r.text}`);
@@ -296,7 +295,7 @@ test(`calls held paused: the principal's third new call is refused, on every wir
   // And through the SDK on its session: the transport's error carries the 429 and the body.
   await assert.rejects(sdk.callTool({ name: 'deploy', arguments: { service: 'ada-refused' } }), (e) => {
     assert.equal(e.code, 429, e.message);
-    assert.match(e.message, /-32029/);
+    assert.match(e.message, /-32013/);
     assert.match(e.message, /"limit":"held"/);
     return true;
   });
@@ -565,7 +564,7 @@ async function status(id) {
  * count must go up by one, then back.
  */
 async function freesItsPlace(pause, end) {
-  // Ghost places (see the BUG tests) must not refuse the next case.
+  // Room for every case: each checks its own place comes and goes.
   const raised = await adminApi('POST', '/admin/api/limits/ada', { all: { held: 100 } });
   assert.equal(raised.status, 200, raised.text);
   const base = (await usage('ada')).all.held;
@@ -599,9 +598,7 @@ test(`a task cancelled by its client or by an operator frees its place at once (
   });
 });
 
-const BUG = 'BUG (issue 45, for the maintainer to decide): the ended call keeps its held place until its idle TTL';
-
-test(`BUG: a durable call an operator cancels frees its place (${VIA})`, { todo: BUG, timeout: 60_000 }, async () => {
+test(`a durable call an operator cancels frees its place (${VIA})`, { timeout: 60_000 }, async () => {
   await freesItsPlace(async () => {
     const r = await call(ADA, 'deploy', { service: 'bug-durable' });
     assert.equal(r.json?.result?.resultType, 'input_required', r.text);
@@ -617,7 +614,7 @@ test(`BUG: a durable call an operator cancels frees its place (${VIA})`, { todo:
   });
 });
 
-test(`BUG: a session call an operator cancels frees its place (${VIA})`, { todo: BUG, timeout: 60_000 }, async () => {
+test(`a session call an operator cancels frees its place (${VIA})`, { timeout: 60_000 }, async () => {
   await freesItsPlace(() => pausedSessionCall('bug-session-ops'), async () => {
     const id = await openCall('session');
     const r = await adminApi('POST', '/admin/api/calls/cancel', { ids: [id] });
@@ -626,7 +623,7 @@ test(`BUG: a session call an operator cancels frees its place (${VIA})`, { todo:
   });
 });
 
-test(`BUG: a session call its client cancels (notifications/cancelled) frees its place (${VIA})`, { todo: BUG, timeout: 60_000 }, async () => {
+test(`a session call its client cancels (notifications/cancelled) frees its place (${VIA})`, { timeout: 60_000 }, async () => {
   await freesItsPlace(() => pausedSessionCall('bug-session-client', 11), async (sid) => {
     const id = await openCall('session');
     const r = await sessionPost(sid, { jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: 11 } });
@@ -638,7 +635,7 @@ test(`BUG: a session call its client cancels (notifications/cancelled) frees its
   });
 });
 
-test(`BUG: a session deleted by its client (DELETE) frees its paused call's place (${VIA})`, { todo: BUG, timeout: 60_000 }, async () => {
+test(`a session deleted by its client (DELETE) frees its paused call's place (${VIA})`, { timeout: 60_000 }, async () => {
   await freesItsPlace(() => pausedSessionCall('bug-session-delete'), async (sid) => {
     const r = await sessionPost(sid, undefined, 'DELETE');
     assert.equal(r.status, 204, r.text);
