@@ -203,6 +203,7 @@ impl Registry {
     /// Limits over all of each principal's calls, whatever the tool (a
     /// tool's own limits are [`crate::app::Tool::limits`]); the `LIMITS`
     /// var overrides them kind by kind.
+    #[cfg(feature = "limits")]
     pub fn limits(&mut self, limits: crate::limits::Limits) -> &mut Self {
         self.limits = limits;
         self

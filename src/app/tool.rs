@@ -258,6 +258,7 @@ impl Tool {
     ///     .limits(Limits::new().rate(10, Duration::from_secs(60)).active(2));
     /// # let _ = tool;
     /// ```
+    #[cfg(feature = "limits")]
     pub fn limits(mut self, limits: crate::limits::Limits) -> Self {
         self.limits = limits;
         self

@@ -10,6 +10,11 @@
 //! signature check) → the prechecks, once (Origin/Host, sign-in, declared
 //! size) → a session's request forwarded by its head, body unread → the
 //! body read (up to the limit) → routed: served here, or forwarded.
+// Without the `limits` feature the metering here is left out of the build.
+#![cfg_attr(
+    not(any(feature = "limits", not(target_arch = "wasm32"))),
+    allow(dead_code, unused_imports)
+)]
 
 use std::cell::RefCell;
 
@@ -74,6 +79,10 @@ enum Stage {
     /// other stages are small).
     Serve(Box<Local>),
     /// Routed, waiting for its principal's meter to admit it.
+    #[cfg_attr(
+        not(any(feature = "limits", not(target_arch = "wasm32"))),
+        allow(dead_code)
+    )]
     Metered(Box<Admission>),
     /// Answered or forwarded.
     Done,
@@ -318,6 +327,8 @@ impl Inbound {
 
     fn route(&mut self, server: &Server) -> Step {
         let (route, metered) = route(server, &self.http, &self.env);
+        #[cfg(not(any(feature = "limits", not(target_arch = "wasm32"))))]
+        let metered: Option<Metered> = metered.and(None);
         let Some(m) = metered else {
             return self.go(route, None);
         };
@@ -363,6 +374,7 @@ impl Inbound {
         }
     }
 
+    #[cfg(any(feature = "limits", not(target_arch = "wasm32")))]
     /// The meter's answer: run it, or refuse it (`-32013`, 429) before
     /// anything runs or is stored.
     fn admitted(&mut self, server: &Server, a: Admission, answer: Option<&HttpResponse>) -> Step {
@@ -444,6 +456,7 @@ impl Inbound {
         allow(unused_variables)
     )]
     pub fn answers(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        #[cfg(any(feature = "limits", not(target_arch = "wasm32")))]
         if let Stage::Metered(_) = &self.stage {
             let Stage::Metered(a) = std::mem::replace(&mut self.stage, Stage::Done) else {
                 return Step::Answer(Reply::new(HttpResponse::empty(500)));

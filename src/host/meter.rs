@@ -156,9 +156,12 @@ fn meter_request(ask: &Ask) -> HttpRequest {
 /// the round run: a limit is not worth an outage.
 pub(crate) fn verdict(resp: &HttpResponse) -> Verdict {
     match (resp.status, &resp.body) {
-        (200, crate::http::Body::Bytes(b)) => {
-            serde_json::from_slice(b).unwrap_or_else(|_| Verdict::admitted())
-        }
+        // Read as text, as every store reads: one reader linked.
+        (200, crate::http::Body::Bytes(b)) => std::str::from_utf8(b)
+            .ok()
+            .and_then(|t| serde_json::from_str::<Value>(t).ok())
+            .and_then(|v| crate::limits::wire::verdict(&v).ok())
+            .unwrap_or_else(Verdict::admitted),
         _ => Verdict::admitted(),
     }
 }
@@ -190,9 +193,13 @@ pub(super) fn refusal_line(server: &Server, principal: &str, r: &crate::limits::
 /// The requests carrying `notes` (each for a meter's object) to their
 /// meters, one per meter.
 pub fn meter_notes(notes: Vec<(String, Note)>) -> Vec<(String, HttpRequest)> {
-    let mut by: std::collections::BTreeMap<String, Vec<Note>> = Default::default();
+    // A request's notes go to one meter or two: grouped by a look through.
+    let mut by: Vec<(String, Vec<Note>)> = Vec::new();
     for (meter, note) in notes {
-        by.entry(meter).or_default().push(note);
+        match by.iter_mut().find(|(m, _)| *m == meter) {
+            Some((_, n)) => n.push(note),
+            None => by.push((meter, vec![note])),
+        }
     }
     by.into_iter()
         .map(|(meter, notes)| (meter, meter_request(&Ask::Notes { notes })))
@@ -201,7 +208,9 @@ pub fn meter_notes(notes: Vec<(String, Note)>) -> Vec<(String, HttpRequest)> {
 
 /// A request to a principal's meter, in its object.
 pub(super) fn serve(store: &dyn MeterStore, req: &HttpRequest, now_ms: u64) -> Reply {
-    let ask: Ask = match serde_json::from_slice(&req.body) {
+    let text = std::str::from_utf8(&req.body).unwrap_or("");
+    let read = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
+    let ask: Ask = match read.and_then(|v| crate::limits::wire::ask(&v)) {
         Ok(a) => a,
         Err(e) => {
             let e = McpError::invalid_request(format!("Invalid Request: not a meter request: {e}"));

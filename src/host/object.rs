@@ -49,7 +49,9 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
     if req.header(super::admin::object::ADMIN_HEADER).is_some() {
         return super::admin::object::serve(server, req, env, stores).await;
     }
-    if req.header(super::meter::METER_HEADER).is_some() {
+    if cfg!(any(feature = "limits", not(target_arch = "wasm32")))
+        && req.header(super::meter::METER_HEADER).is_some()
+    {
         return super::meter::serve(stores.meter, req, env.now_ms);
     }
     match req.header(HUB_HEADER) {

@@ -15,14 +15,14 @@
 //! - `raise`: an operator's limits for this principal, over the code's and
 //!   the vars'.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::json;
 
 use super::policy::{Applied, Limits, Scoped};
 use crate::error::{ErrorKind, McpError};
 
 /// One row of a meter's table.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
     /// `rate`, `daily`, `active`, `held` or `raise`.
     pub kind: String,
@@ -35,7 +35,6 @@ pub struct Row {
     /// When it stops counting (ms since the epoch).
     pub until: u64,
     /// An operator's limits (`raise`), as JSON.
-    #[serde(default)]
     pub text: String,
 }
 
@@ -56,7 +55,7 @@ pub trait MeterStore {
 }
 
 /// The kinds of limit, as a refusal names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// New calls per period.
@@ -80,9 +79,11 @@ impl Kind {
     }
 }
 
-/// What a meter is asked.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
+/// What a meter is asked (read back by `limits::wire`).
+#[derive(Debug, Clone, Serialize)]
+// Externally tagged (`{"admit": {...}}`): an internally tagged enum is read
+// through serde's buffered content, a second reader of everything.
+#[serde(rename_all = "lowercase")]
 pub enum Ask {
     /// May this round run?
     Admit(Admit),
@@ -108,7 +109,7 @@ pub enum Ask {
 }
 
 /// A round asking to run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Admit {
     /// The tool it runs.
     pub tool: String,
@@ -124,16 +125,11 @@ pub struct Admit {
     /// How many new calls to admit at once (the Worker spends the rest
     /// itself, where only windows limit the call): at most what the
     /// windows have left.
-    #[serde(default = "one")]
     pub want: u32,
 }
 
-fn one() -> u32 {
-    1
-}
-
 /// What happened to a principal's round or call, for its meter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Note {
     /// A round ended: its lease is free.
@@ -159,8 +155,8 @@ pub enum Note {
     },
 }
 
-/// Why a round may not run.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// Why a round may not run (read back by [`crate::limits::wire::refusal`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Refusal {
     /// The limit reached.
@@ -219,7 +215,7 @@ impl Refusal {
 }
 
 /// A meter's answer to [`Ask::Admit`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Run it.
@@ -229,18 +225,15 @@ pub enum Verdict {
 }
 
 /// An admission.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Admitted {
     /// Whether its lease was kept (an `active` limit holds): report its
     /// end with [`Note::Release`].
-    #[serde(default)]
     pub leased: bool,
     /// More new calls admitted with it (of [`Admit::want`]), to be spent
     /// before `until`.
-    #[serde(default)]
     pub more: u32,
     /// When the windows they were counted in end (ms since the epoch).
-    #[serde(default)]
     pub until: u64,
 }
 
@@ -263,7 +256,8 @@ const ALL: &str = "*";
 fn raised(store: &dyn MeterStore) -> Result<Scoped, McpError> {
     Ok(store
         .get("raise", "")?
-        .and_then(|r| serde_json::from_str(&r.text).ok())
+        .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.text).ok())
+        .and_then(|v| super::wire::scoped(&v).ok())
         .unwrap_or_default())
 }
 
@@ -467,12 +461,14 @@ pub fn usage(
     let raised = raised(store)?;
     let held = limits.overlaid(&raised);
     let rows = store.live(now_ms)?;
-    let mut tools: std::collections::BTreeSet<String> = held.tools.keys().cloned().collect();
+    let mut tools: Vec<String> = held.tools.keys().cloned().collect();
     tools.extend(
         rows.iter()
             .filter(|r| r.kind != "raise" && r.tool != ALL && !r.tool.is_empty())
             .map(|r| r.tool.clone()),
     );
+    tools.sort_unstable();
+    tools.dedup();
     let used = |scope: &str, l: &Limits| {
         let of = |kind: &str| {
             rows.iter()

@@ -12,6 +12,7 @@
 
 pub mod meter;
 mod policy;
+pub mod wire;
 
 use std::cell::RefCell;
 
@@ -80,6 +81,39 @@ impl MeterStore for MemoryMeter {
     }
 }
 
+/// The store of a worker built without the `limits` feature: no meter
+/// is ever asked, so it keeps nothing.
+#[derive(Debug, Default)]
+pub struct NoMeter;
+
+impl NoMeter {
+    /// One (whatever storage it is handed).
+    pub fn new<T>(_: T) -> Self {
+        Self
+    }
+}
+
+impl MeterStore for NoMeter {
+    fn count(&self, _: &str, _: Option<&str>, _: u64) -> Result<u64, McpError> {
+        Ok(0)
+    }
+    fn get(&self, _: &str, _: &str) -> Result<Option<Row>, McpError> {
+        Ok(None)
+    }
+    fn put(&self, _: &Row) -> Result<(), McpError> {
+        Ok(())
+    }
+    fn delete(&self, _: &str, _: &str) -> Result<(), McpError> {
+        Ok(())
+    }
+    fn expire(&self, _: u64) -> Result<(), McpError> {
+        Ok(())
+    }
+    fn live(&self, _: u64) -> Result<Vec<Row>, McpError> {
+        Ok(Vec::new())
+    }
+}
+
 /// The object keeping `principal`'s meter: named by a digest, so that no
 /// principal's name is an object's name.
 pub fn meter_name(principal: &str) -> String {
@@ -96,7 +130,9 @@ pub fn meter_name(principal: &str) -> String {
 /// admitted past its number).
 #[derive(Debug, Default)]
 pub struct Spare {
-    held: RefCell<std::collections::BTreeMap<String, Held>>,
+    /// By key (a principal and a tool): a short list in an isolate, read
+    /// through (a map per value type costs its own code).
+    held: RefCell<Vec<(String, Held)>>,
 }
 
 #[derive(Debug)]
@@ -136,7 +172,8 @@ impl Spare {
     /// `None` ask the meter.
     pub fn take(&self, key: &str, now_ms: u64) -> Option<Result<(), Refusal>> {
         let mut held = self.held.borrow_mut();
-        let answer = match held.get_mut(key)? {
+        let at = held.iter().position(|(k, _)| k == key)?;
+        let answer = match &mut held[at].1 {
             Held::Left {
                 n,
                 until,
@@ -155,7 +192,7 @@ impl Spare {
             _ => None,
         };
         if answer.is_none() {
-            held.remove(key);
+            held.swap_remove(at);
         }
         answer
     }
@@ -165,10 +202,11 @@ impl Spare {
     /// those free up at any moment).
     pub fn keep(&self, key: &str, verdict: &Verdict) {
         let mut held = self.held.borrow_mut();
+        let at = held.iter().position(|(k, _)| k == key);
         let entry = match verdict {
             Verdict::Admitted(a) if a.more > 0 => {
                 // Added to what is left of the same windows.
-                let left = match held.get(key) {
+                let left = match at.map(|i| &held[i].1) {
                     Some(Held::Left { n, until, .. }) if *until == a.until => *n,
                     _ => 0,
                 };
@@ -183,13 +221,16 @@ impl Spare {
                 Held::Refused(r.clone())
             }
             _ => {
-                if let Some(Held::Left { asking, .. }) = held.get_mut(key) {
+                if let Some(Held::Left { asking, .. }) = at.map(|i| &mut held[i].1) {
                     *asking = false;
                 }
                 return;
             }
         };
-        held.insert(key.to_string(), entry);
+        match at {
+            Some(i) => held[i].1 = entry,
+            None => held.push((key.to_string(), entry)),
+        }
     }
 }
 

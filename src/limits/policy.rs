@@ -8,11 +8,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// The limits of one scope. `None`: no limit of that kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Limits {
     /// New calls per period (a fixed window: `"10/60s"`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -128,16 +127,8 @@ impl Serialize for Rate {
     }
 }
 
-impl<'de> Deserialize<'de> for Rate {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let s = String::deserialize(d)?;
-        s.parse().map_err(serde::de::Error::custom)
-    }
-}
-
 /// Limits over all of a principal's calls and per tool.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Scoped {
     /// Over all of the principal's calls.
     #[serde(default, skip_serializing_if = "is_none")]
@@ -179,54 +170,72 @@ impl Scoped {
 
 /// The limits one call is held to: over all of its principal's calls,
 /// and over its tool's.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Applied {
     /// Over all of the principal's calls.
-    #[serde(default)]
     pub all: Limits,
     /// Over the principal's calls of this tool.
-    #[serde(default)]
     pub tool: Limits,
 }
 
-/// Every limit the server enforces: for every principal, then each named
-/// principal's own (`LIMITS`'s `principals`), laid over them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// Every limit the server enforces: for every principal (`all`, `tools`),
+/// then each named principal's own (`principals`), laid over them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Policy {
-    /// For every principal.
-    #[serde(flatten)]
-    pub every: Scoped,
+    /// For every principal, over all of its calls.
+    pub all: Limits,
+    /// For every principal, over its calls of each tool named.
+    pub tools: BTreeMap<String, Limits>,
     /// Each principal named (its principal string: an API token's name),
-    /// over `every`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub principals: BTreeMap<String, Scoped>,
+    /// over the rest.
+    pub principals: Vec<(String, Scoped)>,
 }
 
 impl Policy {
     /// Whether any limit is set: with none, nothing is metered and no
     /// request pays for it.
     pub fn any(&self) -> bool {
-        self.every.any() || self.principals.values().any(Scoped::any)
+        // A constant without the feature: everything limits do after this
+        // is left out of the build.
+        cfg!(any(feature = "limits", not(target_arch = "wasm32")))
+            && (self.any_for_every() || self.principals.iter().any(|(_, s)| s.any()))
+    }
+
+    /// Whether any limit is set for every principal (not only named ones).
+    pub fn any_for_every(&self) -> bool {
+        cfg!(any(feature = "limits", not(target_arch = "wasm32")))
+            && (self.all.any() || self.tools.values().any(Limits::any))
+    }
+
+    /// The limits for every principal, as one scope's.
+    pub fn every(&self) -> Scoped {
+        Scoped {
+            all: self.all,
+            tools: self.tools.clone(),
+        }
     }
 
     /// Reads the `LIMITS` var: JSON, `{"all": {...}, "tools": {"t": {...}},
     /// "principals": {"name": {"all": {...}, "tools": {...}}}}`, each
     /// `{...}` of `rate` (`"100/60s"`), `held`, `active`, `daily`.
     pub fn parse(text: &str) -> Result<Policy, String> {
-        serde_json::from_str(text)
-            .map_err(|e| format!("LIMITS is not a valid limits document: {e}"))
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("LIMITS is not JSON: {e}"))?;
+        super::wire::policy(&v).map_err(|e| format!("LIMITS is not a valid limits document: {e}"))
     }
 
     /// `self` (the code's) with what `over` (the `LIMITS` var) sets.
     pub fn overlaid(&self, over: &Policy) -> Policy {
         let mut out = Policy {
-            every: self.every.overlaid(&over.every),
+            all: self.all.overlaid(&over.all),
+            tools: self.every().overlaid(&over.every()).tools,
             principals: self.principals.clone(),
         };
         for (p, s) in &over.principals {
-            let e = out.principals.entry(p.clone()).or_default();
-            *e = e.overlaid(s);
+            match out.principals.iter_mut().find(|(q, _)| q == p) {
+                Some((_, e)) => *e = e.overlaid(s),
+                None => out.principals.push((p.clone(), s.clone())),
+            }
         }
         out
     }
@@ -236,21 +245,30 @@ impl Policy {
     pub fn applied(&self, principal: &str, tool: &str) -> Applied {
         let tool_of = |s: &Scoped| s.tools.get(tool).copied().unwrap_or_default();
         let mut a = Applied {
-            all: self.every.all,
-            tool: tool_of(&self.every),
+            all: self.all,
+            tool: self.tools.get(tool).copied().unwrap_or_default(),
         };
-        if let Some(own) = self.principals.get(principal) {
+        if let Some(own) = self.own(principal) {
             a.all = a.all.overlaid(&own.all);
             a.tool = a.tool.overlaid(&tool_of(own));
         }
         a
     }
 
+    /// `principal`'s own limits, if `LIMITS` names it (a short list: read
+    /// through, not indexed).
+    pub fn own(&self, principal: &str) -> Option<&Scoped> {
+        self.principals
+            .iter()
+            .find(|(p, _)| p == principal)
+            .map(|(_, s)| s)
+    }
+
     /// What `principal`'s calls are held to.
     pub fn for_principal(&self, principal: &str) -> Scoped {
-        match self.principals.get(principal) {
-            Some(own) => self.every.overlaid(own),
-            None => self.every.clone(),
+        match self.own(principal) {
+            Some(own) => self.every().overlaid(own),
+            None => self.every(),
         }
     }
 }
@@ -275,10 +293,8 @@ mod tests {
     #[test]
     fn the_var_lays_over_the_code_kind_by_kind() {
         let code = Policy {
-            every: Scoped {
-                all: Limits::new().held(5).daily(100),
-                tools: [("slow".to_string(), Limits::new().active(1))].into(),
-            },
+            all: Limits::new().held(5).daily(100),
+            tools: [("slow".to_string(), Limits::new().active(1))].into(),
             principals: Default::default(),
         };
         let var = Policy::parse(
@@ -287,8 +303,8 @@ mod tests {
         )
         .expect("as written");
         let p = code.overlaid(&var);
-        assert_eq!(p.every.all, Limits::new().held(5).daily(10));
-        let slow = p.every.for_tool("slow").tool;
+        assert_eq!(p.all, Limits::new().held(5).daily(10));
+        let slow = p.every().for_tool("slow").tool;
         assert_eq!(slow.active, Some(1));
         assert_eq!(slow.rate, Some(Rate { max: 2, per_s: 60 }));
         assert_eq!(p.for_principal("ada").all.held, Some(1));

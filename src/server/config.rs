@@ -255,6 +255,9 @@ impl Config {
             c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
         }
         if let Some(v) = get("LIMITS").filter(|v| !v.trim().is_empty()) {
+            if !cfg!(any(feature = "limits", not(target_arch = "wasm32"))) {
+                return Err("LIMITS is set, but this worker is built without durable-mcp's `limits` feature".into());
+            }
             c.limits = Some(crate::limits::Policy::parse(&v)?);
         }
         if let Some(v) = get("ADMIN_TOKENS") {

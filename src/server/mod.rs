@@ -116,6 +116,10 @@ pub(crate) struct Ctx<'a> {
     /// Set when the request is served inside a task's Durable Object.
     pub(crate) task: Option<&'a TaskHost<'a>>,
     /// A new task a limit held back: why (the Worker's refusal).
+    #[cfg_attr(
+        not(any(feature = "limits", not(target_arch = "wasm32"))),
+        allow(dead_code)
+    )]
     pub(crate) limited: Option<crate::limits::Refusal>,
 }
 
@@ -159,12 +163,9 @@ impl Server {
     /// Whether any limit applies to `principal`'s calls: only then do its
     /// calls' pauses reach its meter.
     pub(crate) fn limits_apply(&self, principal: &str) -> bool {
-        self.limits.every.any()
-            || self
-                .limits
-                .principals
-                .get(principal)
-                .is_some_and(|s| s.any())
+        self.limits.any_for_every()
+            || (cfg!(any(feature = "limits", not(target_arch = "wasm32")))
+                && self.limits.own(principal).is_some_and(|s| s.any()))
     }
 
     /// The notes for the meters queued since the last call: the host
@@ -177,15 +178,34 @@ impl Server {
 /// The limits the code sets (the registry's, each tool's), with the
 /// `LIMITS` var's over them.
 fn limits_of(config: &Config, registry: &Registry) -> crate::limits::Policy {
-    let mut code = crate::limits::Policy::default();
-    code.every.all = registry.limits;
+    if !cfg!(any(feature = "limits", not(target_arch = "wasm32"))) {
+        return crate::limits::Policy::default();
+    }
+    let mut code = crate::limits::Policy {
+        all: registry.limits,
+        ..Default::default()
+    };
     for t in registry.tools.iter().filter(|t| t.limits.any()) {
-        code.every.tools.insert(t.name.clone(), t.limits);
+        code.tools.insert(t.name.clone(), t.limits);
     }
     match &config.limits {
         Some(var) => code.overlaid(var),
         None => code,
     }
+}
+
+/// The refusal a new task's request carries, if a limit held it back.
+#[cfg(any(feature = "limits", not(target_arch = "wasm32")))]
+fn limited_of(req: &HttpRequest) -> Option<crate::limits::Refusal> {
+    let text = req.header(crate::limits::LIMITED_HEADER)?;
+    let v = serde_json::from_str::<Value>(text).ok()?;
+    crate::limits::wire::refusal(&v).ok()
+}
+
+/// Without limits no task is held back.
+#[cfg(not(any(feature = "limits", not(target_arch = "wasm32"))))]
+fn limited_of(_: &HttpRequest) -> Option<crate::limits::Refusal> {
+    None
 }
 
 /// A fresh call id from the request's randomness.
@@ -336,9 +356,7 @@ impl Server {
             host: req.header("host"),
             durable,
             task,
-            limited: task
-                .and(req.header(crate::limits::LIMITED_HEADER))
-                .and_then(|t| serde_json::from_str(t).ok()),
+            limited: task.and_then(|_| limited_of(req)),
         };
         // Requests without 2026 `_meta` that use a seed wire are served
         // there; everything else is held to the 2026-07-28 rules.

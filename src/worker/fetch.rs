@@ -121,7 +121,9 @@ fn serve_now(isolate: Rc<Isolate>, env: Env, mut inbound: Inbound) -> JsValue {
         let reply = inbound.serve(&isolate.server).await;
         // The only effect a request served here has: list changes.
         broadcast(&isolate.server, &env, &reply.effects).await;
-        super::send_notes(&isolate.server, &env).await;
+        if let Some(sent) = super::send_notes(&isolate.server, &env) {
+            sent.await;
+        }
         to_web_response(reply.response)
     });
     match future
@@ -170,7 +172,9 @@ async fn run(
             Step::Serve => {
                 let reply = inbound.serve(server).await;
                 broadcast(server, &env, &reply.effects).await;
-                super::send_notes(server, &env).await;
+                if let Some(sent) = super::send_notes(server, &env) {
+                    sent.await;
+                }
                 return to_web_response(reply.response);
             }
             Step::Ask(asks) => inbound.answers(server, ask_each(&env, &asks).await),

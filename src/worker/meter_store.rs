@@ -1,7 +1,7 @@
 //! A principal's meter over Durable Object SQLite: one table of rows, each
 //! counting until its `until` (see [`crate::limits::meter`]). Made on the
-//! first write; a meter that never wrote reads as empty.
-
+//! first write; a meter that never wrote reads as empty. (Without the
+//! `limits` feature none is linked: see `object.rs`.)
 use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 

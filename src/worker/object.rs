@@ -15,7 +15,11 @@ use super::call_store::SqliteStore;
 use super::convert::{to_http_request, to_worker_response};
 use super::index_store::SqliteIndex;
 use super::log_rows::Held;
-use super::meter_store::SqliteMeter;
+#[cfg(feature = "limits")]
+use super::meter_store::SqliteMeter as Meter;
+/// Without the `limits` feature no meter is asked: its store is empty.
+#[cfg(not(feature = "limits"))]
+type Meter = crate::limits::NoMeter;
 use super::session_store::{MetaCache, SqliteSessionStore};
 use super::task_store::SqliteTaskStore;
 use super::{broadcast, request_env, server, Build};
@@ -85,7 +89,9 @@ impl Object {
         super::refresh_paused(&isolate, &self.env, env.now_ms, None);
         let reply = host::handle_in_object(server, &http, &env, &stores).await;
         let response = self.apply(server, reply).await;
-        super::send_notes(server, &self.env).await;
+        if let Some(sent) = super::send_notes(server, &self.env) {
+            sent.await;
+        }
         super::write_logs(server);
         response
     }
@@ -107,11 +113,35 @@ impl Object {
         };
         let now_ms = request_env().now_ms;
         super::refresh_paused(&isolate, &self.env, now_ms, None);
+        #[allow(unused_mut)]
         let mut effects = host::alarm(server, &stores, now_ms)
             .await
             .map_err(|e| worker::Error::RustError(e.message))?;
-        // A task a limit held back asks its meter; the answer is this
-        // object's to take in.
+        #[cfg(feature = "limits")]
+        self.admissions(server, &stores, now_ms, &mut effects)
+            .await?;
+        let reply = Reply {
+            response: crate::http::HttpResponse::empty(204),
+            effects,
+        };
+        let response = self.apply(server, reply).await;
+        if let Some(sent) = super::send_notes(server, &self.env) {
+            sent.await;
+        }
+        super::write_logs(server);
+        response
+    }
+
+    /// A task a limit held back asks its meter (an [`Effect::Admit`]); the
+    /// answer is this object's to take in.
+    #[cfg(feature = "limits")]
+    async fn admissions(
+        &self,
+        server: &Server,
+        stores: &Stores<'_>,
+        now_ms: u64,
+        effects: &mut Vec<Effect>,
+    ) -> Result<()> {
         let asks: Vec<_> = effects
             .iter()
             .filter_map(|e| match e {
@@ -125,19 +155,12 @@ impl Object {
                 Ok(resp) => super::read_response(resp).await,
                 Err(_) => crate::http::HttpResponse::empty(502),
             };
-            let more = host::admitted(server, &stores, a, &answer, now_ms)
+            let more = host::admitted(server, stores, a, &answer, now_ms)
                 .await
                 .map_err(|e| worker::Error::RustError(e.message))?;
             effects.extend(more);
         }
-        let reply = Reply {
-            response: crate::http::HttpResponse::empty(204),
-            effects,
-        };
-        let response = self.apply(server, reply).await;
-        super::send_notes(server, &self.env).await;
-        super::write_logs(server);
-        response
+        Ok(())
     }
 
     /// The object's SQLite as a durable call's, a session's and a task's
@@ -149,7 +172,7 @@ impl Object {
         SqliteSessionStore<'_>,
         SqliteTaskStore<'_>,
         SqliteIndex,
-        SqliteMeter,
+        Meter,
     ) {
         let sql = self.state.storage().sql();
         (
@@ -157,7 +180,7 @@ impl Object {
             SqliteSessionStore::new(sql.clone(), &self.session_meta, &self.held),
             SqliteTaskStore::new(sql.clone(), &self.held),
             SqliteIndex::new(sql.clone()),
-            SqliteMeter::new(sql),
+            Meter::new(sql),
         )
     }
 

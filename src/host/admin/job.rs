@@ -233,11 +233,15 @@ fn api(
             raise: None,
         }),
         ("POST", ["limits", p]) => {
-            let raise: crate::limits::Scoped = serde_json::from_slice(&req.body).map_err(|e| {
-                bad(format!(
-                    "the body is not limits ({{\"all\": {{…}}, \"tools\": {{…}}}}): {e}"
-                ))
-            })?;
+            let text = std::str::from_utf8(&req.body).unwrap_or("");
+            let read = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
+            let raise = read
+                .and_then(|v| crate::limits::wire::scoped(&v))
+                .map_err(|e| {
+                    bad(format!(
+                        "the body is not limits ({{\"all\": {{…}}, \"tools\": {{…}}}}): {e}"
+                    ))
+                })?;
             Ok(Op::Limits {
                 principal: Some((*p).to_string()),
                 raise: Some(raise),
@@ -324,7 +328,7 @@ fn known_principals(server: &Server) -> Vec<String> {
     let mut names: Vec<String> = (server.config.sign_in.api_tokens().iter())
         .map(|(_, name)| name.clone())
         .collect();
-    names.extend(server.limits.principals.keys().cloned());
+    names.extend(server.limits.principals.iter().map(|(p, _)| p.clone()));
     names.sort();
     names.dedup();
     names

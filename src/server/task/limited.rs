@@ -13,7 +13,7 @@ use crate::server::Server;
 pub(super) fn wait(task: &mut TaskRecord, refusal: &Refusal) {
     let e = refusal.error();
     task.status_message = Some(format!("Waiting for a limit: {}", e.message));
-    task.limited = Some(refusal.clone());
+    task.limited = serde_json::to_value(refusal).ok();
 }
 
 /// A held-back task's alarm: ask its meter again.
@@ -48,7 +48,9 @@ pub(super) fn listed(server: &Server, task: &TaskRecord, until: u64) {
 
 /// When a held-back task's alarm is due: when its refusal said to try.
 pub(super) fn due(task: &TaskRecord) -> Option<u64> {
-    task.limited.as_ref().map(|r| r.retry_at)
+    task.limited
+        .as_ref()
+        .map(|r| r["retryAt"].as_u64().unwrap_or(0))
 }
 
 /// Releases the lease a task's first slice ran under, now it ended.

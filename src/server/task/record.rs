@@ -64,8 +64,9 @@ pub struct TaskRecord {
     pub version: u64,
     /// Held back by a limit: the refusal, until its meter admits it (the
     /// task is `working`, and says so in its status message).
+    /// (The refusal as written: read with `limits::wire::refusal`.)
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limited: Option<crate::limits::Refusal>,
+    pub limited: Option<Value>,
     /// The lease its meter admitted its first slice under, released when
     /// that slice ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]

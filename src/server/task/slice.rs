@@ -31,7 +31,7 @@ pub async fn alarm(
     if task.status.is_final() {
         return Ok(vec![Effect::WakeAt(expires)]);
     }
-    if task.limited.is_some() {
+    if cfg!(any(feature = "limits", not(target_arch = "wasm32"))) && task.limited.is_some() {
         return Ok(super::limited::ask(server, &task, now_ms));
     }
     if !pass_internal(&mut task, now_ms) {

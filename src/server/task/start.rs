@@ -3,6 +3,11 @@
 //! request: if it finishes, that is the answer and nothing is stored; if it
 //! pauses, the task is stored here — before the answer, so `tasks/get`
 //! already finds it — and the call is answered with `resultType: "task"`.
+// Without the `limits` feature the metering here is left out of the build.
+#![cfg_attr(
+    not(any(feature = "limits", not(target_arch = "wasm32"))),
+    allow(dead_code, unused_imports)
+)]
 
 use serde_json::{json, Value};
 
@@ -37,6 +42,7 @@ pub(crate) async fn call(
             "a task tool was called outside its task's Durable Object (routing bug)",
         ));
     };
+    #[cfg(any(feature = "limits", not(target_arch = "wasm32")))]
     if let Some(refusal) = &ctx.limited {
         return held_back(
             server,
