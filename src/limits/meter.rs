@@ -257,7 +257,7 @@ fn raised(store: &dyn MeterStore) -> Result<Scoped, McpError> {
     Ok(store
         .get("raise", "")?
         .and_then(|r| serde_json::from_str::<serde_json::Value>(&r.text).ok())
-        .and_then(|v| super::wire::scoped(&v).ok())
+        .and_then(|v| super::policy::scoped(&v).ok())
         .unwrap_or_default())
 }
 

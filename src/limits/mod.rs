@@ -17,6 +17,8 @@ pub mod wire;
 use std::cell::RefCell;
 
 pub use meter::{Admit, Admitted, Ask, Kind, MeterStore, Note, Refusal, Row, Verdict};
+/// Limits read from JSON by hand (an operator's raise).
+pub use policy::scoped as read_scoped;
 pub use policy::{Applied, Limits, Policy, Rate, Scoped};
 
 use crate::error::McpError;
@@ -78,6 +80,17 @@ impl MeterStore for MemoryMeter {
             .filter(|r| r.until > now_ms)
             .cloned()
             .collect())
+    }
+}
+
+impl Policy {
+    /// Reads the `LIMITS` var: JSON, `{"all": {...}, "tools": {"t": {...}},
+    /// "principals": {"name": {"all": {...}, "tools": {...}}}}`, each
+    /// `{...}` of `rate` (`"100/60s"`), `held`, `active`, `daily`.
+    pub fn parse(text: &str) -> Result<Policy, String> {
+        let v: serde_json::Value =
+            serde_json::from_str(text).map_err(|e| format!("LIMITS is not JSON: {e}"))?;
+        policy::policy(&v).map_err(|e| format!("LIMITS is not a valid limits document: {e}"))
     }
 }
 

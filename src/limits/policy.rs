@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 /// The limits of one scope. `None`: no limit of that kind.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
@@ -215,15 +216,6 @@ impl Policy {
         }
     }
 
-    /// Reads the `LIMITS` var: JSON, `{"all": {...}, "tools": {"t": {...}},
-    /// "principals": {"name": {"all": {...}, "tools": {...}}}}`, each
-    /// `{...}` of `rate` (`"100/60s"`), `held`, `active`, `daily`.
-    pub fn parse(text: &str) -> Result<Policy, String> {
-        let v: serde_json::Value =
-            serde_json::from_str(text).map_err(|e| format!("LIMITS is not JSON: {e}"))?;
-        super::wire::policy(&v).map_err(|e| format!("LIMITS is not a valid limits document: {e}"))
-    }
-
     /// `self` (the code's) with what `over` (the `LIMITS` var) sets.
     pub fn overlaid(&self, over: &Policy) -> Policy {
         let mut out = Policy {
@@ -271,6 +263,110 @@ impl Policy {
             None => self.every(),
         }
     }
+}
+
+// Read by hand over the JSON value reader every worker links (see
+// `limits::wire`).
+
+pub(super) type Read<T> = Result<T, String>;
+
+pub(super) fn object<'v>(v: &'v Value, what: &str) -> Read<&'v Map<String, Value>> {
+    v.as_object()
+        .ok_or_else(|| format!("{what} must be an object"))
+}
+
+/// Refuses a key `known` does not name: a misspelt limit must not read as
+/// no limit.
+pub(super) fn only(m: &Map<String, Value>, known: &[&str], what: &str) -> Read<()> {
+    match m.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(k) => Err(format!(
+            "unknown field `{k}` in {what}; expected one of {}",
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+pub(super) fn count(v: &Value, what: &str) -> Read<Option<u32>> {
+    match v {
+        Value::Null => Ok(None),
+        v => v
+            .as_u64()
+            .and_then(|n| u32::try_from(n).ok())
+            .map(Some)
+            .ok_or_else(|| format!("{what} must be a whole number")),
+    }
+}
+
+pub(super) fn text<'v>(v: &'v Value, what: &str) -> Read<&'v str> {
+    v.as_str().ok_or_else(|| format!("{what} must be a string"))
+}
+
+pub(super) fn number(v: &Value) -> u64 {
+    v.as_u64().unwrap_or(0)
+}
+
+/// One scope's limits: `{"rate": "100/60s", "held": 5, "active": 2,
+/// "daily": 1000}` (each optional).
+pub(super) fn limits(v: &Value) -> Read<Limits> {
+    if v.is_null() {
+        return Ok(Limits::default());
+    }
+    let m = object(v, "a scope's limits")?;
+    only(m, &["rate", "held", "active", "daily"], "a scope's limits")?;
+    let rate = match &v["rate"] {
+        Value::Null => None,
+        r => Some(text(r, "rate")?.parse()?),
+    };
+    Ok(Limits {
+        rate,
+        held: count(&v["held"], "held")?,
+        active: count(&v["active"], "active")?,
+        daily: count(&v["daily"], "daily")?,
+    })
+}
+
+pub(super) fn tools(v: &Value) -> Read<std::collections::BTreeMap<String, Limits>> {
+    if v.is_null() {
+        return Ok(Default::default());
+    }
+    let mut out = std::collections::BTreeMap::new();
+    for (tool, l) in object(v, "tools")? {
+        out.insert(tool.clone(), limits(l)?);
+    }
+    Ok(out)
+}
+
+/// `{"all": {...}, "tools": {"t": {...}}}`.
+pub fn scoped(v: &Value) -> Read<Scoped> {
+    if v.is_null() {
+        return Ok(Scoped::default());
+    }
+    only(object(v, "limits")?, &["all", "tools"], "limits")?;
+    Ok(Scoped {
+        all: limits(&v["all"])?,
+        tools: tools(&v["tools"])?,
+    })
+}
+
+/// The `LIMITS` var: a [`Scoped`] and `principals`, each a [`Scoped`].
+pub(super) fn policy(v: &Value) -> Read<Policy> {
+    only(
+        object(v, "LIMITS")?,
+        &["all", "tools", "principals"],
+        "LIMITS",
+    )?;
+    let mut principals = Vec::new();
+    if !v["principals"].is_null() {
+        for (p, s) in object(&v["principals"], "principals")? {
+            principals.push((p.clone(), scoped(s)?));
+        }
+    }
+    Ok(Policy {
+        all: limits(&v["all"])?,
+        tools: tools(&v["tools"])?,
+        principals,
+    })
 }
 
 #[cfg(test)]

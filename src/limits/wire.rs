@@ -1,114 +1,16 @@
-//! Limits read from JSON by hand, over the `serde_json::Value` reader
-//! every worker already links: the `LIMITS` var, an operator's raise, and
-//! what the Worker and a meter say to each other. Derived readers cost a
-//! struct deserializer per type (about 25 KB of wasm for these); what is
-//! written out is still derived (`Serialize`), and read back here.
+//! What the Worker and a meter say to each other, read from JSON by hand
+//! over the `serde_json::Value` reader every worker already links (as the
+//! `LIMITS` var and an operator's raise are, in `policy.rs`). Derived
+//! readers cost a struct deserializer per type (about 25 KB of wasm for
+//! these); what is written out is still derived (`Serialize`), and read
+//! back here.
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::meter::{Admit, Admitted, Ask, Kind, Note, Refusal, Verdict};
-use super::policy::{Applied, Limits, Policy, Scoped};
+use super::policy::Applied;
 
-type Read<T> = Result<T, String>;
-
-fn object<'v>(v: &'v Value, what: &str) -> Read<&'v Map<String, Value>> {
-    v.as_object()
-        .ok_or_else(|| format!("{what} must be an object"))
-}
-
-/// Refuses a key `known` does not name: a misspelt limit must not read as
-/// no limit.
-fn only(m: &Map<String, Value>, known: &[&str], what: &str) -> Read<()> {
-    match m.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(format!(
-            "unknown field `{k}` in {what}; expected one of {}",
-            known.join(", ")
-        )),
-        None => Ok(()),
-    }
-}
-
-fn count(v: &Value, what: &str) -> Read<Option<u32>> {
-    match v {
-        Value::Null => Ok(None),
-        v => v
-            .as_u64()
-            .and_then(|n| u32::try_from(n).ok())
-            .map(Some)
-            .ok_or_else(|| format!("{what} must be a whole number")),
-    }
-}
-
-fn text<'v>(v: &'v Value, what: &str) -> Read<&'v str> {
-    v.as_str().ok_or_else(|| format!("{what} must be a string"))
-}
-
-fn number(v: &Value) -> u64 {
-    v.as_u64().unwrap_or(0)
-}
-
-/// One scope's limits: `{"rate": "100/60s", "held": 5, "active": 2,
-/// "daily": 1000}` (each optional).
-pub fn limits(v: &Value) -> Read<Limits> {
-    if v.is_null() {
-        return Ok(Limits::default());
-    }
-    let m = object(v, "a scope's limits")?;
-    only(m, &["rate", "held", "active", "daily"], "a scope's limits")?;
-    let rate = match &v["rate"] {
-        Value::Null => None,
-        r => Some(text(r, "rate")?.parse()?),
-    };
-    Ok(Limits {
-        rate,
-        held: count(&v["held"], "held")?,
-        active: count(&v["active"], "active")?,
-        daily: count(&v["daily"], "daily")?,
-    })
-}
-
-fn tools(v: &Value) -> Read<std::collections::BTreeMap<String, Limits>> {
-    if v.is_null() {
-        return Ok(Default::default());
-    }
-    let mut out = std::collections::BTreeMap::new();
-    for (tool, l) in object(v, "tools")? {
-        out.insert(tool.clone(), limits(l)?);
-    }
-    Ok(out)
-}
-
-/// `{"all": {...}, "tools": {"t": {...}}}`.
-pub fn scoped(v: &Value) -> Read<Scoped> {
-    if v.is_null() {
-        return Ok(Scoped::default());
-    }
-    only(object(v, "limits")?, &["all", "tools"], "limits")?;
-    Ok(Scoped {
-        all: limits(&v["all"])?,
-        tools: tools(&v["tools"])?,
-    })
-}
-
-/// The `LIMITS` var: a [`Scoped`] and `principals`, each a [`Scoped`].
-pub fn policy(v: &Value) -> Read<Policy> {
-    only(
-        object(v, "LIMITS")?,
-        &["all", "tools", "principals"],
-        "LIMITS",
-    )?;
-    let mut principals = Vec::new();
-    if !v["principals"].is_null() {
-        for (p, s) in object(&v["principals"], "principals")? {
-            principals.push((p.clone(), scoped(s)?));
-        }
-    }
-    Ok(Policy {
-        all: limits(&v["all"])?,
-        tools: tools(&v["tools"])?,
-        principals,
-    })
-}
+use super::policy::{count, limits, number, scoped, text, Read};
 
 fn applied(v: &Value) -> Read<Applied> {
     Ok(Applied {
@@ -209,7 +111,7 @@ pub fn verdict(v: &Value) -> Read<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::limits::Rate;
+    use crate::limits::{Limits, Rate, Scoped};
 
     /// What is written (derived) reads back (by hand) as it was.
     #[test]

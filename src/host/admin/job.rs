@@ -236,7 +236,7 @@ fn api(
             let text = std::str::from_utf8(&req.body).unwrap_or("");
             let read = serde_json::from_str::<Value>(text).map_err(|e| e.to_string());
             let raise = read
-                .and_then(|v| crate::limits::wire::scoped(&v))
+                .and_then(|v| crate::limits::read_scoped(&v))
                 .map_err(|e| {
                     bad(format!(
                         "the body is not limits ({{\"all\": {{…}}, \"tools\": {{…}}}}): {e}"
