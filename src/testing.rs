@@ -57,6 +57,17 @@ pub struct TestObject {
 }
 
 impl TestObject {
+    /// Its storage as each kind of instance sees it.
+    pub fn stores(&self) -> Stores<'_> {
+        Stores {
+            call: &self.call,
+            session: &self.session,
+            task: &self.task,
+            index: &self.index,
+            meter: &self.meter,
+        }
+    }
+
     /// Rows this object's storage wrote, whichever kind of instance it is.
     pub fn writes(&self) -> u64 {
         self.call.writes() + self.session.writes() + self.task.writes()
@@ -391,13 +402,7 @@ impl TestServer {
             o.alarm_at = None;
             self.requests.object_requests += 1;
             let o = &self.objects[&name];
-            let stores = Stores {
-                call: &o.call,
-                session: &o.session,
-                task: &o.task,
-                index: &o.index,
-                meter: &o.meter,
-            };
+            let stores = o.stores();
             let effects =
                 block_on(host::alarm(&self.server, &stores, self.now_ms)).unwrap_or_default();
             self.apply(Some(&name), &effects);
@@ -427,13 +432,7 @@ impl TestServer {
             }
             o
         });
-        let stores = Stores {
-            call: &object.call,
-            session: &object.session,
-            task: &object.task,
-            index: &object.index,
-            meter: &object.meter,
-        };
+        let stores = object.stores();
         let reply = block_on(host::handle_in_object(&self.server, req, env, &stores));
         self.apply(Some(name), &reply.effects);
         // The object's own effects are applied; what is left for the
@@ -472,13 +471,7 @@ impl TestServer {
                     let Some(o) = self.objects.get(name) else {
                         continue;
                     };
-                    let stores = Stores {
-                        call: &o.call,
-                        session: &o.session,
-                        task: &o.task,
-                        index: &o.index,
-                        meter: &o.meter,
-                    };
+                    let stores = o.stores();
                     let now = self.now_ms;
                     let effects = block_on(host::admitted(&self.server, &stores, a, &answer, now))
                         .unwrap_or_default();
