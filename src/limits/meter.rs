@@ -378,7 +378,7 @@ fn windows(l: &Limits) -> Vec<(Kind, u32, u64)> {
         w.push((Kind::Daily, max, DAY_MS));
     }
     if let Some(r) = l.rate {
-        w.push((Kind::Rate, r.max, u64::from(r.per_s) * 1000));
+        w.push((Kind::Rate, r.max, r.window_ms()));
     }
     w
 }
@@ -484,7 +484,7 @@ pub fn usage(
         };
         json!({
             "limits": l,
-            "rate": l.rate.map_or(0, |r| window(Kind::Rate, u64::from(r.per_s) * 1000)),
+            "rate": l.rate.map_or(0, |r| window(Kind::Rate, r.window_ms())),
             "daily": window(Kind::Daily, DAY_MS),
             "held": of("held"),
             "active": of("active"),
@@ -688,6 +688,30 @@ mod tests {
         assert_eq!(u["all"]["active"], 2);
         assert_eq!(u["all"]["limits"]["active"], 2);
         assert_eq!(u["tools"]["t"]["active"], 2);
+    }
+
+    #[test]
+    fn a_rate_built_with_no_window_counts_in_one_second() {
+        // `Rate`'s fields are public: a zero window must not divide by zero.
+        let m = MemoryMeter::default();
+        let zero = Limits {
+            rate: Some(crate::limits::Rate { max: 1, per_s: 0 }),
+            ..Limits::new()
+        };
+        let limits = Applied {
+            all: zero,
+            tool: Limits::new(),
+        };
+        assert!(ok(&admit_one(&m, 1, "a", true, limits)));
+        assert!(refused(&admit_one(&m, 2, "b", true, limits)).is_some());
+        let scoped = Scoped {
+            all: zero,
+            tools: Default::default(),
+        };
+        assert_eq!(
+            usage(&m, 3, &scoped).expect("a memory meter")["all"]["rate"],
+            1
+        );
     }
 
     #[test]

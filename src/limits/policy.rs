@@ -88,6 +88,14 @@ pub struct Rate {
     pub per_s: u32,
 }
 
+impl Rate {
+    /// The window in ms: at least a second (the fields are public, and a
+    /// window of none would divide by zero).
+    pub fn window_ms(&self) -> u64 {
+        u64::from(self.per_s.max(1)) * 1000
+    }
+}
+
 impl std::fmt::Display for Rate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}/{}s", self.max, self.per_s)
