@@ -108,6 +108,9 @@ pub struct TestServer {
     pub hub_frames: Vec<Value>,
     /// Object requests and alarms so far (see [`TestServer::cost`]).
     requests: Cost,
+    /// Requests (alarms included) each object received, by its name: how
+    /// the load spreads over the objects (a hot one shows here).
+    pub per_object: BTreeMap<String, u64>,
     /// Rows written by objects since deleted.
     gone_writes: u64,
     /// Checks OAuth token signatures (a [`TestKeys`] unless replaced).
@@ -234,6 +237,7 @@ impl TestServer {
             listener_hubs: Vec::new(),
             hub_frames: Vec::new(),
             requests: Cost::default(),
+            per_object: BTreeMap::new(),
             gone_writes: 0,
             verifier: Box::new(TestKeys::default()),
             props: None,
@@ -401,6 +405,7 @@ impl TestServer {
             };
             o.alarm_at = None;
             self.requests.object_requests += 1;
+            *self.per_object.entry(name.clone()).or_default() += 1;
             let o = &self.objects[&name];
             let stores = o.stores();
             let effects =
@@ -422,6 +427,7 @@ impl TestServer {
 
     fn in_object(&mut self, name: &str, req: &HttpRequest, env: &Env) -> Reply {
         self.requests.object_requests += 1;
+        *self.per_object.entry(name.to_string()).or_default() += 1;
         let limit = self.row_limit;
         let object = self.objects.entry(name.to_string()).or_insert_with(|| {
             let o = TestObject::default();
@@ -452,8 +458,12 @@ impl TestServer {
                 now_ms: self.now_ms,
                 random: [0; 16],
             };
+            let watchers = object
+                .and_then(|n| self.objects.get(n))
+                .map(|o| host::watchers_for(effects, &o.task))
+                .unwrap_or_default();
             // The hubs' answers (204) go nowhere, as in the Worker.
-            for (name, req) in host::hub_broadcast(&self.server, &changed) {
+            for (name, req) in host::announce(&self.server, &changed, &watchers) {
                 let _ = self.in_object(&name, &req, &env);
             }
         }
@@ -476,6 +486,15 @@ impl TestServer {
                     let effects = block_on(host::admitted(&self.server, &stores, a, &answer, now))
                         .unwrap_or_default();
                     self.apply(object, &effects);
+                }
+                Effect::Watch(w) => {
+                    let env = Env {
+                        now_ms: self.now_ms,
+                        random: [0; 16],
+                    };
+                    for (name, req) in host::watch_requests(w) {
+                        let _ = self.in_object(&name, &req, &env);
+                    }
                 }
                 Effect::Listen(l) => {
                     self.listeners.push(l.clone());

@@ -55,9 +55,11 @@ pub(super) const TASK_ID_HEADER: &str = "x-durable-mcp-task-id";
 pub(super) const ELICITATION_HEADER: &str = "x-durable-mcp-elicitation";
 /// Set when the Worker minted the session id for an `initialize`.
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
-/// `listen` or `broadcast`, on requests to the hub.
+/// On a request telling a task which hub listens for it: the hub's name.
+pub(super) const WATCH_HEADER: &str = "x-durable-mcp-watch";
+/// `listen <the hub's name>` or `broadcast`, on requests to a hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 11] = [
+const INTERNAL_HEADERS: [&str; 12] = [
     super::admin::object::ADMIN_HEADER,
     super::meter::METER_HEADER,
     super::meter::LEASE_HEADER,
@@ -68,6 +70,7 @@ const INTERNAL_HEADERS: [&str; 11] = [
     SESSION_NEW_HEADER,
     HUB_HEADER,
     TASK_ID_HEADER,
+    WATCH_HEADER,
     crate::auth::CALLER_HEADER,
 ];
 
@@ -252,15 +255,16 @@ fn object_for(
     let msg = msg?;
     let method = msg.kind?;
     if method == Method::SubscriptionsListen {
-        // Streams spread over the shards; a change goes to every shard.
+        // Streams spread over the shards; a list's change goes to every
+        // shard, a task's only to the shards whose streams named it.
         let shards = server.config.listen_shards.max(1);
         let shard =
             u32::from_le_bytes([env.random[0], env.random[1], env.random[2], env.random[3]])
                 % shards;
-        return Some((
-            hub_name(shard, shards),
-            vec![(HUB_HEADER, "listen".to_string())],
-        ));
+        let hub = hub_name(shard, shards);
+        // The hub learns its own name: the tasks a stream names are told it.
+        let value = format!("listen {hub}");
+        return Some((hub, vec![(HUB_HEADER, value)]));
     }
     // A session-era `initialize` (no 2026 `_meta`) starts a session.
     let modern = crate::server::has_modern_meta(msg);

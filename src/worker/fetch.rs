@@ -120,7 +120,7 @@ fn serve_now(isolate: Rc<Isolate>, env: Env, mut inbound: Inbound) -> JsValue {
     let mut future = Box::pin(async move {
         let reply = inbound.serve(&isolate.server).await;
         // The only effect a request served here has: list changes.
-        broadcast(&isolate.server, &env, &reply.effects).await;
+        broadcast(&isolate.server, &env, &reply.effects, &[]).await;
         if let Some(sent) = super::send_notes(&isolate.server, &env) {
             sent.await;
         }
@@ -150,7 +150,7 @@ async fn run(
     loop {
         step = match step {
             Step::Answer(reply) => {
-                broadcast(server, &env, &reply.effects).await;
+                broadcast(server, &env, &reply.effects, &[]).await;
                 return to_web_response(reply.response);
             }
             Step::Forward {
@@ -171,7 +171,7 @@ async fn run(
             }
             Step::Serve => {
                 let reply = inbound.serve(server).await;
-                broadcast(server, &env, &reply.effects).await;
+                broadcast(server, &env, &reply.effects, &[]).await;
                 if let Some(sent) = super::send_notes(server, &env) {
                     sent.await;
                 }

@@ -137,14 +137,16 @@ pub(crate) async fn forward(
         .map_err(|_| worker::Error::RustError("an object answered with no Response".into()))
 }
 
-/// Applies `ListChanged` and `TaskChanged` effects: tells the listen hub. A failure is
-/// logged, not returned: the request itself succeeded.
-pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
+/// Applies `ListChanged`, `TaskChanged` and `Indexed` effects: tells the
+/// hubs that hear of them (`watchers`: the hubs listening for this
+/// object's task). A failure is logged, not returned: the request itself
+/// succeeded.
+pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect], watchers: &[String]) {
     let changes = crate::effects::Changes::of(effects);
     if changes.is_empty() {
         return;
     }
-    for (name, req) in host::hub_broadcast(server, &changes) {
+    for (name, req) in host::announce(server, &changes, watchers) {
         if let Err(e) = forward(env, &name, &req, None).await {
             worker::console_error!("broadcast to {name} failed: {e}");
         }

@@ -341,6 +341,14 @@ fn shards(server: &Server) -> Vec<String> {
         .collect()
 }
 
+/// The requests for the index: the hub's entries and paused tools, then
+/// each index shard's entries ([`Job::gathered`] reads them in order).
+fn entries_asks(server: &Server) -> Vec<(String, HttpRequest)> {
+    let mut asks = vec![ask(hub(server), Ask::Entries, &Body::default())];
+    asks.extend(crate::host::index_shards().map(|name| ask(name, Ask::Entries, &Body::default())));
+    asks
+}
+
 fn hub(server: &Server) -> String {
     crate::host::hub_name(0, server.config.listen_shards.max(1))
 }
@@ -377,9 +385,9 @@ impl Job {
 
     /// The first requests.
     fn first(&mut self, server: &Server) -> Step {
-        let entries = ask(hub(server), Ask::Entries, &Body::default());
+        let entries = entries_asks(server);
         match &self.op {
-            Op::Tools => Step::Ask(vec![entries]),
+            Op::Tools => Step::Ask(entries),
             Op::Pause { tool, pause } => {
                 self.stage = Stage::Pause;
                 let op = if *pause { Ask::Pause } else { Ask::Resume };
@@ -396,7 +404,7 @@ impl Job {
                 self.stage = Stage::Show;
                 Step::Ask(vec![ask(name, Ask::Show, &self.body(vec![id.clone()]))])
             }
-            Op::Show(_) => Step::Ask(vec![entries]),
+            Op::Show(_) => Step::Ask(entries),
             Op::Limits { principal, raise } => {
                 let principals = match principal {
                     Some(p) => vec![p.clone()],
@@ -435,7 +443,7 @@ impl Job {
             | Op::Export(_)
             | Op::Purge(_)
             | Op::Versions => {
-                let mut asks = vec![entries];
+                let mut asks = entries;
                 asks.extend(
                     shards(server)
                         .into_iter()
@@ -511,9 +519,15 @@ impl Job {
 
     fn gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
         let mut answers = answers.into_iter();
+        // The hub's (the paused tools, and what it indexed before the
+        // index had shards), then each index shard's.
         let entries: Entries = answers.next().as_ref().and_then(read).unwrap_or_default();
         self.entries = entries.entries;
         self.paused = entries.paused;
+        for a in answers.by_ref().take(crate::host::INDEX_SHARDS as usize) {
+            let more: Entries = read(&a).unwrap_or_default();
+            self.entries.extend(more.entries);
+        }
         server.paused.set(self.paused.clone(), self.now_ms);
         for a in answers {
             self.calls
