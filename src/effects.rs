@@ -139,14 +139,18 @@ impl Changes {
             match e {
                 Effect::ListChanged(k) => c.lists.push(*k),
                 Effect::TaskChanged(t) => {
-                    // The summary travels once, in the index's entry.
+                    // The summary travels once, in the index's entry; a
+                    // change without one (the status the index has) is
+                    // not the index's.
                     let mut t = t.clone();
-                    c.index.push(IndexChange::Put(IndexEntry {
-                        handle: crate::kept::summary::task_id(&t.task_id),
-                        object: format!("task:{}", t.task_id),
-                        kind: crate::kept::Kind::Task,
-                        summary: t.summary.take().map(|s| *s),
-                    }));
+                    if let Some(summary) = t.summary.take() {
+                        c.index.push(IndexChange::Put(IndexEntry {
+                            handle: crate::kept::summary::task_id(&t.task_id),
+                            object: format!("task:{}", t.task_id),
+                            kind: crate::kept::Kind::Task,
+                            summary: Some(*summary),
+                        }));
+                    }
                     c.tasks.push(t);
                 }
                 Effect::Indexed(i) => c.index.push(i.clone()),

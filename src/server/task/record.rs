@@ -71,6 +71,11 @@ pub struct TaskRecord {
     /// that slice ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<String>,
+    /// The status the operator's index last heard: a write that leaves it
+    /// as it was tells the index nothing (a task's index shard hears of its
+    /// status changes, not of each slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed: Option<Status>,
 }
 
 impl crate::store::log::Record for TaskRecord {

@@ -452,3 +452,34 @@ fn a_stream_naming_an_unknown_task_writes_nothing_there() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn the_operators_index_hears_of_a_tasks_status_changes_not_each_slice() {
+    let mut s = Harness::new();
+    let id = created(&call(
+        &mut s,
+        "count_slowly",
+        json!({"to": 5, "step_ms": 100}),
+        true,
+    ));
+    for _ in 0..10 {
+        advance(&mut s, 100);
+    }
+    assert_eq!(get(&mut s, &id)["status"], "completed");
+    let task_writes = s.objects[&format!("task:{id}")].task.writes();
+    let index: u64 = s
+        .per_object
+        .iter()
+        .filter(|(n, _)| n.starts_with("index:"))
+        .map(|(_, n)| n)
+        .sum();
+    // Working (at the first pause), then completed; never once per slice.
+    assert_eq!(
+        index, 2,
+        "index requests; the task wrote {task_writes} times"
+    );
+    assert!(
+        task_writes > index + 3,
+        "the task ran slices: {task_writes}"
+    );
+}
