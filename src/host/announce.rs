@@ -55,8 +55,12 @@ pub fn announce(
 
 /// How many objects keep the admin index (`index:<n>`), each the entries
 /// whose handle hashes to it. Fixed: a count that changed would strand
-/// entries in the shards they were written to.
-pub const INDEX_SHARDS: u32 = 16;
+/// entries in the shards they were written to. A task's index hears of it
+/// about four times (each status change, then its end), a session's twice:
+/// at 10,000 new tasks a second, 128 shards each get about 300 requests a
+/// second, under a third of an object's (bench/scale.mjs models it); a
+/// listing asks each shard for one page.
+pub const INDEX_SHARDS: u32 = 128;
 
 /// The index shard keeping `handle`'s entry.
 pub fn index_shard(handle: &str) -> String {
