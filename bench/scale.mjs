@@ -8,8 +8,9 @@
 //    to each class of object (a call shard, an index shard, a hub, a task's
 //    or a session's own object) and the most any one object received.
 //    The build before (BENCH_EXTRA_BUNDLE, e.g. the commit before issue 46)
-//    is profiled the same way when served; else its profile is the one
-//    recorded in bench/scale-before.json.
+//    is profiled the same way when served (BENCH_SCALE_RECORD=<commit>
+//    records it); else its profile is the one recorded in
+//    bench/scale-before.json.
 // 2. The model checked: a mixed run (the wires interleaved) counted on
 //    workerd against the model's prediction from the profiles, per class
 //    (within 10 % is the issue's bar).
@@ -134,9 +135,11 @@ export async function scalePass(workers) {
     c.close();
     stop();
   }
-  if (before) {
-    writeFileSync(BEFORE_FILE, `${JSON.stringify({ note: `measured ${new Date().toISOString().slice(0, 10)} on ${before.name}: requests per call by class of object`, profiles: profiles.before }, null, 2)}\n`);
-  } else {
+  if (before && process.env.BENCH_SCALE_RECORD) {
+    // BENCH_SCALE_RECORD names the build before (a commit): kept for runs without it.
+    const note = `measured ${new Date().toISOString().slice(0, 10)} on ${process.env.BENCH_SCALE_RECORD}: requests per call by class of object`;
+    writeFileSync(BEFORE_FILE, `${JSON.stringify({ note, profiles: profiles.before }, null, 2)}\n`);
+  } else if (!before) {
     profiles.before = JSON.parse(readFileSync(BEFORE_FILE, 'utf8')).profiles;
   }
 
