@@ -19,20 +19,10 @@
 // and each object's requests in that second are added up. An object of one
 // call alone receives that call's requests over the call's life.
 
+import { prng } from '../tests/e2e/prng.mjs';
+
 /** The index shards (`INDEX_SHARDS` in src/host/announce.rs). */
 export const INDEX_SHARDS = 128;
-
-/** mulberry32: a small seeded generator (deterministic runs). */
-export function generator(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** The classes of object, from a name (`calls:eu:3`, `task:<id>`, `hub` …). */
 export function classOf(name) {
@@ -76,7 +66,7 @@ export const DESIGNS = {
  */
 export function simulate(profile, design, deployment) {
   const { regions, ratePerRegion, lifetimeSeconds, capacity, seed = 46 } = deployment;
-  const next = generator(seed);
+  const next = prng(seed);
   const load = new Map();
   const add = (name, n) => load.set(name, (load.get(name) ?? 0) + n);
   for (const region of regions) {
