@@ -15,6 +15,8 @@
 //! - `auth.rs`: who is calling, decided before routing: adapts the host's
 //!   credentials (OAuth, the wrapper's props) to `crate::auth`.
 //! - `route.rs`: where a request is served; the internal headers objects read.
+//! - `place.rs`: where a durable call's shard lives: the caller's region,
+//!   the shard, the location hint and jurisdiction its object is opened with.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
 //! - `announce.rs`: who hears of a change: every hub of a list's, the hubs
 //!   a task was told listen of a task's; a task told so.
@@ -33,6 +35,7 @@ mod meter;
 mod object;
 mod outside;
 pub mod page;
+mod place;
 mod route;
 
 pub use announce::{
@@ -42,6 +45,7 @@ pub use cors::apply as apply_cors;
 pub use inbound::{Inbound, Step};
 pub use meter::{admission_request, admitted, meter_notes};
 pub use object::{alarm, handle_in_object};
+pub use place::{placement, Placement};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
 

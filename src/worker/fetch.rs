@@ -63,7 +63,8 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
         Err(e) => return settle(to_web_response(error_response(&e, None))),
     };
     let http = to_http_head(&req, &isolate.client_headers);
-    let now = request_env();
+    let mut now = request_env();
+    now.continent = super::convert::continent_of(&req);
     refresh_paused(&isolate, &env, now.now_ms, Some(&ctx));
     // What a wrapping authorization server hands over (`OAUTH_WRAPPER`).
     let props = js::props_json(&ctx);

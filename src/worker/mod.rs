@@ -108,8 +108,8 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     Ok(isolate)
 }
 
-/// Sends a request to the object called `name` and returns its response
-/// as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
+/// Sends a request to the object called `name` (opened as
+/// [`host::placement`] says) and returns its response as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
 /// wraps the response in a `worker::Response`, which the fetch entry then
 /// had to rebuild into a new runtime response.
 ///
@@ -121,11 +121,16 @@ pub(crate) async fn forward(
     stream: Option<&web_sys::ReadableStream>,
 ) -> Result<web_sys::Response> {
     use wasm_bindgen::JsCast;
-    let stub: js_sys::Object = env
-        .durable_object(object::BINDING)?
-        .id_from_name(name)?
-        .get_stub()?
-        .into_rpc();
+    // Opened as the core says for this name: a regional call shard with
+    // its location hint, in its jurisdiction's namespace.
+    let place = host::placement(name);
+    let stub = js::object_stub(
+        env.as_ref(),
+        object::BINDING,
+        name,
+        place.hint,
+        place.jurisdiction,
+    )?;
     let fetch: js_sys::Function = js_sys::Reflect::get(&stub, &"fetch".into())?
         .dyn_into()
         .map_err(|_| worker::Error::RustError("a stub without fetch".into()))?;
@@ -284,5 +289,7 @@ pub(crate) fn request_env() -> crate::server::Env {
         // object and asks it for the time, two).
         now_ms: js_sys::Date::now() as u64,
         random,
+        // The Worker's fetch entry sets it from `request.cf`.
+        continent: None,
     }
 }

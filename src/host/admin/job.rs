@@ -336,9 +336,7 @@ fn known_principals(server: &Server) -> Vec<String> {
 
 /// The names of every call shard.
 fn shards(server: &Server) -> Vec<String> {
-    (0..server.config.call_shards)
-        .map(|n| format!("calls:{n}"))
-        .collect()
+    crate::host::place::call_shard_names(&server.config)
 }
 
 /// The requests for the index: the hub's entries and paused tools, then
@@ -572,8 +570,8 @@ impl Job {
     /// could have made, so no object is named for it).
     fn object_of(&self, server: &Server, id: &str) -> Option<String> {
         if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            let route = crate::host::route::is_call_id(call_id, server.config.call_shards);
-            return route.then(|| crate::host::route::call_object_name(call_id));
+            let route = crate::host::place::is_call_id(call_id, &server.config);
+            return route.then(|| crate::host::place::call_object_name(call_id));
         }
         // A task or a session: its object is in the index.
         let handle = crate::admin::summary::index_handle(id);
