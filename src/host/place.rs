@@ -147,21 +147,34 @@ pub(super) fn new_durable_call_id(config: &Config, env: &Env) -> String {
     let draw = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
     let place = match config.call_jurisdiction {
         Some(j) => jurisdiction_code(j),
-        None => env.continent.and_then(region_of),
+        None if config.call_region_shards > 0 => env.continent.and_then(region_of),
+        None => None,
     };
-    match place.filter(|_| config.call_region_shards > 0) {
-        Some(code) => format!("s{code}{}-{id}", draw % config.call_region_shards),
+    match place {
+        Some(code) => format!("s{code}{}-{id}", draw % place_shards(config)),
         None => format!("s{}-{id}", draw % config.call_shards),
     }
 }
 
-/// The places new calls may go to under `config`, and so the ones an
-/// operator's id may name: every region's, or the jurisdiction's alone.
-fn places_in_use(config: &Config) -> Vec<&'static str> {
-    if config.call_shards == 0 || config.call_region_shards == 0 {
-        return Vec::new();
+/// How many shards each place has. A jurisdiction has one at least: its
+/// calls never go to a shard outside it.
+fn place_shards(config: &Config) -> u32 {
+    match config.call_jurisdiction {
+        Some(_) => config.call_region_shards.max(1),
+        None => config.call_region_shards,
     }
-    let mut codes = REGIONS.to_vec();
+}
+
+/// The places new calls may go to under `config`, and so the ones an
+/// operator's id may name: every region's and the jurisdiction's.
+fn places_in_use(config: &Config) -> Vec<&'static str> {
+    let mut codes = Vec::new();
+    if config.call_shards == 0 {
+        return codes;
+    }
+    if config.call_region_shards > 0 {
+        codes.extend(REGIONS);
+    }
     codes.extend(config.call_jurisdiction.and_then(jurisdiction_code));
     codes
 }
@@ -181,7 +194,7 @@ pub(crate) fn is_call_id(id: &str, config: &Config) -> bool {
     };
     let under = match code {
         "" => n < config.call_shards,
-        code => places_in_use(config).contains(&code) && n < config.call_region_shards,
+        code => places_in_use(config).contains(&code) && n < place_shards(config),
     };
     under && id.split_once('-').is_some_and(|(_, h)| hex(h))
 }
@@ -204,7 +217,7 @@ pub(crate) fn call_shard_names(config: &Config) -> Vec<String> {
         .map(|n| format!("calls:{n}"))
         .collect();
     for code in places_in_use(config) {
-        names.extend((0..config.call_region_shards).map(|n| format!("calls:{code}{n}")));
+        names.extend((0..place_shards(config)).map(|n| format!("calls:{code}{n}")));
     }
     names
 }
@@ -265,6 +278,13 @@ mod tests {
             assert_eq!(placement(&call_object_name(&id)), within("eu"));
             assert!(is_call_id(&id, &config));
         }
+        // Never a shard outside it, whatever the counts say.
+        let none = Config {
+            call_region_shards: 0,
+            ..config.clone()
+        };
+        let id = new_durable_call_id(&none, &env(Some(b"NA"), 5));
+        assert!(id.starts_with("seu0-"), "{id}");
         let high = Config {
             call_jurisdiction: Some("fedramp-high"),
             ..Config::default()
