@@ -11,7 +11,7 @@
 //! that jurisdiction instead, wherever its caller is.
 //!
 //! The call's id names its shard: `s<place><n>-<hex>` (`place` one of
-//! [`PLACES`]' codes, `n` under `CALL_REGION_SHARDS`), kept in the object
+//! the codes in `PLACES`, `n` under `CALL_REGION_SHARDS`), kept in the object
 //! `calls:<place><n>`. A later round reaches it by its id alone, whatever
 //! its own region and whatever the vars say by then. Ids made before
 //! (`s<n>-<hex>` in `calls:<n>`, bare hex in `call:<id>`) name the same

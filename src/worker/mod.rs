@@ -109,9 +109,10 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
 }
 
 /// Sends a request to the object called `name` (opened as
-/// [`host::placement`] says) and returns its response as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
-/// wraps the response in a `worker::Response`, which the fetch entry then
-/// had to rebuild into a new runtime response.
+/// [`host::placement`] says) and returns its response as the runtime gave
+/// it. The stub is called directly: `Stub::fetch_with_request` wraps the
+/// response in a `worker::Response`, which the fetch entry then had to
+/// rebuild into a new runtime response.
 ///
 /// `stream`: the client's body, unread, for a request routed by its head.
 pub(crate) async fn forward(
