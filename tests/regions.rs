@@ -160,7 +160,7 @@ fn with_a_jurisdiction_the_shard_is_made_in_its_namespace() {
 /// opened, whatever region the next round comes from.
 #[test]
 fn ids_made_before_regions_still_reach_their_objects() {
-    let mut s = server(|c| c.call_region_shards = 0);
+    let mut s = server(|c| c.call_shards_per_region = 0);
     let state = first_round(&mut s, Some("EU"), 2);
     let (old, placement) = only_object(&s);
     assert!(
@@ -170,7 +170,7 @@ fn ids_made_before_regions_still_reach_their_objects() {
     );
     assert_eq!(placement, Placement::default());
     // Regions on: the old call stays where it is.
-    s.server.config.call_region_shards = 4;
+    s.server.config.call_shards_per_region = 4;
     let r = answer(&mut s, Some("OC"), 2, &state);
     assert_eq!(
         r.json["result"]["content"][0]["text"], "booking 1 accept",

@@ -11,7 +11,7 @@
 //! that jurisdiction instead, wherever its caller is.
 //!
 //! The call's id names its shard: `s<place><n>-<hex>` (`place` one of
-//! the codes in `PLACES`, `n` under `CALL_REGION_SHARDS`), kept in the object
+//! the codes in `PLACES`, `n` under `CALL_SHARDS_PER_REGION`), kept in the object
 //! `calls:<place><n>`. A later round reaches it by its id alone, whatever
 //! its own region and whatever the vars say by then. Ids made before
 //! (`s<n>-<hex>` in `calls:<n>`, bare hex in `call:<id>`) name the same
@@ -147,7 +147,7 @@ pub(super) fn new_durable_call_id(config: &Config, env: &Env) -> String {
     let draw = u32::from_le_bytes([r[0], r[1], r[2], r[3]]);
     let place = match config.call_jurisdiction {
         Some(j) => jurisdiction_code(j),
-        None if config.call_region_shards > 0 => env.continent.and_then(region_of),
+        None if config.call_shards_per_region > 0 => env.continent.and_then(region_of),
         None => None,
     };
     match place {
@@ -160,8 +160,8 @@ pub(super) fn new_durable_call_id(config: &Config, env: &Env) -> String {
 /// calls never go to a shard outside it.
 fn place_shards(config: &Config) -> u32 {
     match config.call_jurisdiction {
-        Some(_) => config.call_region_shards.max(1),
-        None => config.call_region_shards,
+        Some(_) => config.call_shards_per_region.max(1),
+        None => config.call_shards_per_region,
     }
 }
 
@@ -172,7 +172,7 @@ fn places_in_use(config: &Config) -> Vec<&'static str> {
     if config.call_shards == 0 {
         return codes;
     }
-    if config.call_region_shards > 0 {
+    if config.call_shards_per_region > 0 {
         codes.extend(REGIONS);
     }
     codes.extend(config.call_jurisdiction.and_then(jurisdiction_code));
@@ -182,7 +182,7 @@ fn places_in_use(config: &Config) -> Vec<&'static str> {
 /// Whether `id` is a durable call id this server could have made under
 /// its vars: 32 lowercase hex digits, led by `s<n>-` (`n` under
 /// `CALL_SHARDS`) or `s<place><n>-` (a place in use, `n` under
-/// `CALL_REGION_SHARDS`). Checked before an id an operator names (not one
+/// `CALL_SHARDS_PER_REGION`). Checked before an id an operator names (not one
 /// a verified token carries) names an object: any other would make one.
 pub(crate) fn is_call_id(id: &str, config: &Config) -> bool {
     let hex = |h: &str| crate::server::is_call_id_shape(h);
@@ -259,7 +259,7 @@ mod tests {
             assert_eq!(placement("calls:3"), Placement::default());
         }
         let off = Config {
-            call_region_shards: 0,
+            call_shards_per_region: 0,
             ..Config::default()
         };
         let id = new_durable_call_id(&off, &env(Some(b"EU"), 3));
@@ -280,7 +280,7 @@ mod tests {
         }
         // Never a shard outside it, whatever the counts say.
         let none = Config {
-            call_region_shards: 0,
+            call_shards_per_region: 0,
             ..config.clone()
         };
         let id = new_durable_call_id(&none, &env(Some(b"NA"), 5));

@@ -63,7 +63,7 @@ pub struct Config {
     /// (`host/place.rs`): a call goes to one of its caller's region, opened
     /// with that region's location hint. `0`: no regions, every call in one
     /// of `call_shards`.
-    pub call_region_shards: u32,
+    pub call_shards_per_region: u32,
     /// The jurisdiction (`eu`, `us`, `fedramp`, `fedramp-high`) whose
     /// namespace holds every new durable call's shard, wherever its caller
     /// is. `None`: the caller's region.
@@ -136,7 +136,7 @@ impl Default for Config {
             task_poll_ms: 500,
             listen_shards: 1,
             call_shards: 16,
-            call_region_shards: 4,
+            call_shards_per_region: 4,
             call_jurisdiction: None,
             worker_version: String::new(),
             parked_retry_ms: 60 * 1000,
@@ -181,7 +181,7 @@ impl Config {
     /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
     /// - `CALL_SHARDS`: how many objects hold the durable calls of no region
     ///   (default 16; `0`: one object per call)
-    /// - `CALL_REGION_SHARDS`: shards per region for new durable calls
+    /// - `CALL_SHARDS_PER_REGION`: shards per region for new durable calls
     ///   (default 4; `0`: no regions); `CALL_JURISDICTION` (`eu`, `us`,
     ///   `fedramp`, `fedramp-high`): every new call's shard in that
     ///   jurisdiction (`docs/OPERATE.md`, "Where calls are kept")
@@ -269,8 +269,8 @@ impl Config {
         if let Some(n) = num("CALL_SHARDS")? {
             c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
         }
-        if let Some(n) = num("CALL_REGION_SHARDS")? {
-            c.call_region_shards = u32::try_from(n.min(4096)).unwrap_or(4);
+        if let Some(n) = num("CALL_SHARDS_PER_REGION")? {
+            c.call_shards_per_region = u32::try_from(n.min(4096)).unwrap_or(4);
         }
         if let Some(v) = get("CALL_JURISDICTION").filter(|v| !v.trim().is_empty()) {
             c.call_jurisdiction = Some(call_jurisdiction(v.trim(), &c)?);
@@ -327,9 +327,9 @@ fn call_jurisdiction(v: &str, c: &Config) -> Result<&'static str, String> {
             JURISDICTIONS.join(", ")
         ));
     };
-    if c.call_shards == 0 || c.call_region_shards == 0 {
+    if c.call_shards == 0 || c.call_shards_per_region == 0 {
         return Err(
-            "CALL_JURISDICTION needs call shards (CALL_SHARDS and CALL_REGION_SHARDS above 0)"
+            "CALL_JURISDICTION needs call shards (CALL_SHARDS and CALL_SHARDS_PER_REGION above 0)"
                 .into(),
         );
     }
@@ -347,7 +347,7 @@ mod tests {
     #[test]
     fn a_jurisdiction_is_one_cloudflare_names_and_needs_shards() {
         assert_eq!(
-            Config::from_lookup(|_| None).map(|c| c.call_region_shards),
+            Config::from_lookup(|_| None).map(|c| c.call_shards_per_region),
             Ok(4)
         );
         assert_eq!(

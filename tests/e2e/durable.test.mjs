@@ -285,7 +285,7 @@ describe('calls sharing one shard', () => {
     const hook = await webhook({ delayMs: 300 });
     const P = freshPersistDir();
     // (wrangler dev's own `cf` names a continent: its region one shard too.)
-    const server = await wrangler({ persistTo: P, vars: { CALL_SHARDS: '1', CALL_REGION_SHARDS: '1', TICKET_WEBHOOK: hook.url('/shared') } });
+    const server = await wrangler({ persistTo: P, vars: { CALL_SHARDS: '1', CALL_SHARDS_PER_REGION: '1', TICKET_WEBHOOK: hook.url('/shared') } });
     try {
       const calls = Array.from({ length: 10 }, (_, i) => ({
         args: deployArgs(`svc-${i}`),
