@@ -49,10 +49,12 @@ const KEY = 'bench:bench-key-0123456789abcdef0123456789abcdef';
 const MODERN = '2026-07-28';
 const META = { 'io.modelcontextprotocol/protocolVersion': MODERN, 'io.modelcontextprotocol/clientCapabilities': { elicitation: {}, sampling: {} } };
 
+// PROFILE_BEARER: sent as `Authorization: Bearer …` on every scenario's request.
+const BEARER = process.env.PROFILE_BEARER ? { authorization: `Bearer ${process.env.PROFILE_BEARER}` } : {};
 const call = (name, args, extra = {}) => ({
   method: 'POST', path: '/mcp',
   headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream',
-    'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name },
+    'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': name, ...BEARER },
   body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name, arguments: args, _meta: META, ...extra } }),
 });
 /** A two-request round trip: the second carries the state the first answered. */
@@ -125,6 +127,9 @@ async function main() {
     `(name = ${JSON.stringify(f)}, ${f.endsWith('.wasm') ? 'wasm' : 'esModule'} = embed ${JSON.stringify(relative(OUT, join(dir, f)))})`);
   const [binding, cls] = worker === 'ceiling' ? ['CEILING', 'Ceiling'] : ['MCP_OBJECTS', 'McpObject'];
   const objects = worker === 'floor' ? '' : `(name = ${JSON.stringify(binding)}, durableObjectNamespace = ${JSON.stringify(cls)})`;
+  // PROFILE_VARS: more vars, as JSON (`{"API_TOKENS": …, "LIMITS": …}`).
+  const extraVars = Object.entries(JSON.parse(process.env.PROFILE_VARS ?? '{}'))
+    .map(([k, v]) => `, (name = ${JSON.stringify(k)}, text = ${JSON.stringify(typeof v === 'string' ? v : JSON.stringify(v))})`).join('');
   const port = await freePort();
   const inspector = await freePort();
   const config = `using Workerd = import "/workerd/workerd.capnp";
@@ -135,7 +140,7 @@ const config :Workerd.Config = (
 const w :Workerd.Worker = (
   modules = [${mods.join(', ')}],
   compatibilityDate = "2026-04-20",
-  bindings = [(name = "STATE_KEYS", text = ${JSON.stringify(KEY)}), (name = "STATE_LENGTH", text = "${process.env.PROFILE_STATE_LENGTH ?? 610}")${objects ? `, ${objects}` : ''}],
+  bindings = [(name = "STATE_KEYS", text = ${JSON.stringify(KEY)}), (name = "STATE_LENGTH", text = "${process.env.PROFILE_STATE_LENGTH ?? 610}")${extraVars}${objects ? `, ${objects}` : ''}],
   durableObjectNamespaces = [${objects ? `(className = ${JSON.stringify(cls)}, uniqueKey = "p-${cls}", enableSql = true)` : ''}],
   durableObjectStorage = ${objects ? '(localDisk = "disk")' : '(none = void)'},
 );
