@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::object::{self, Ask, Body, Entries};
 use super::pages::{self, Page};
+use super::paging;
 use super::request::{filter_of, query, Op};
 use crate::admin::summary::DURABLE_PREFIX;
 use crate::admin::{
@@ -21,6 +22,7 @@ use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::index::IndexEntry;
+use crate::kept::page::{self as keep, Part, Tally};
 use crate::kept::versions::ToolCode;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
@@ -51,6 +53,19 @@ enum Stage {
     Enter,
     /// Principals' meters, in the order of `meters`.
     Limits(Vec<String>),
+    /// An API listing: the hub's page of tasks and every shard's page.
+    Paging,
+    /// An API listing: each live session's calls.
+    PagingSessions,
+}
+
+/// An API listing's pages and counts, as the keepers answer.
+#[derive(Default)]
+struct Pages {
+    parts: Vec<Part>,
+    tally: Tally,
+    newer: [u64; 3],
+    matched: usize,
 }
 
 /// One admin request under way.
@@ -66,6 +81,7 @@ pub struct Job {
     calls: Vec<CallSummary>,
     /// The request's path (its query dropped): what a refusal names.
     path: String,
+    pages: Pages,
 }
 
 fn bad(message: impl Into<String>) -> Reply {
@@ -119,6 +135,7 @@ pub fn start(server: &Server, req: &HttpRequest, operator: &str, env: &Env) -> (
         paused: Vec::new(),
         calls: Vec::new(),
         path: String::new(),
+        pages: Pages::default(),
     };
     let path = req.path.split('?').next().unwrap_or(&req.path);
     // Held to `ALLOWED_HOSTS` as the pages are (a console opened under a
@@ -372,7 +389,134 @@ impl Job {
             until_ms: None,
             key,
             answer,
+            ..Body::default()
         }
+    }
+
+    /// An API listing asks each keeper for a page of what passes the
+    /// filter after the cursor, and its counts: the hub for its tasks,
+    /// every shard for its durable calls (a keeper of a kind the filter
+    /// leaves out gives its counts alone).
+    fn first_page(&mut self, server: &Server) -> Step {
+        let Op::List {
+            filter,
+            limit,
+            cursor,
+        } = &self.op
+        else {
+            return Step::Answer(bad("not a listing"));
+        };
+        let mut f = filter.clone();
+        let until_ms = f
+            .older_than_ms
+            .take()
+            .map(|age| self.now_ms.saturating_sub(age));
+        let body = |kind: Kind| Body {
+            filter: Some(f.clone()),
+            after: cursor.clone().map(|k| (k.updated_ms, k.id)),
+            until_ms,
+            limit: Some(if filter.kind.is_none_or(|k| k == kind) {
+                *limit
+            } else {
+                0
+            }),
+            ..Body::default()
+        };
+        let mut asks = vec![ask(hub(server), Ask::IndexPage, &body(Kind::Task))];
+        let shard = body(Kind::Durable);
+        asks.extend(
+            shards(server)
+                .into_iter()
+                .map(|s| ask(s, Ask::Page, &shard)),
+        );
+        self.stage = Stage::Paging;
+        Step::Ask(asks)
+    }
+
+    /// Adds a keeper's page and counts (`kind`: what it keeps).
+    fn paged(&mut self, v: &mut Value, kind: Kind) {
+        let (part, tally, newer, older) = paging::part_of(v);
+        if let Op::List { filter, .. } = &self.op {
+            if filter.kind.is_none_or(|k| k == kind) {
+                self.pages.matched += paging::matched(&tally, older, filter);
+            }
+        }
+        keep::add(&mut self.pages.tally, &tally);
+        for (a, b) in self.pages.newer.iter_mut().zip(newer) {
+            *a += b;
+        }
+        self.pages.parts.push(part);
+    }
+
+    fn page_gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        let mut answers = answers.into_iter();
+        let Some(mut hub) = answers.next().as_ref().and_then(read::<Value>) else {
+            return Step::Answer(unreachable());
+        };
+        self.entries = serde_json::from_value(hub["sessions"].take()).unwrap_or_default();
+        self.paused = serde_json::from_value(hub["paused"].take()).unwrap_or_default();
+        server.paused.set(self.paused.clone(), self.now_ms);
+        self.paged(&mut hub, Kind::Task);
+        for a in answers {
+            let Some(mut v) = read::<Value>(&a) else {
+                return Step::Answer(unreachable());
+            };
+            self.paged(&mut v, Kind::Durable);
+        }
+        let sessions: Vec<(String, HttpRequest)> = (self.entries.iter())
+            .filter(|e| e.kind == Kind::Session)
+            .map(|e| ask(e.object.clone(), Ask::List, &Body::default()))
+            .collect();
+        if sessions.is_empty() {
+            return self.page_answer();
+        }
+        self.stage = Stage::PagingSessions;
+        Step::Ask(sessions)
+    }
+
+    /// The sessions' calls (each session listed whole, as before) join
+    /// the pages; the page and its counts are answered.
+    fn page_answer(&mut self) -> Step {
+        let Op::List {
+            filter,
+            limit,
+            cursor,
+        } = &self.op
+        else {
+            return Step::Answer(bad("not a listing"));
+        };
+        let now = self.now_ms;
+        let calls = std::mem::take(&mut self.calls);
+        keep::add(&mut self.pages.tally, &keep::tally(&calls));
+        for (a, b) in self
+            .pages
+            .newer
+            .iter_mut()
+            .zip(paging::newer_of(&calls, now))
+        {
+            *a += b;
+        }
+        let admitted: Vec<CallSummary> = calls
+            .into_iter()
+            .filter(|c| filter.admits(c, now))
+            .collect();
+        self.pages.matched += admitted.len();
+        let rows = admitted
+            .into_iter()
+            .filter(|c| cursor.as_ref().is_none_or(|k| keep::Key::of(c) > *k))
+            .collect();
+        let mut parts = std::mem::take(&mut self.pages.parts);
+        parts.push(Part { rows, at: None });
+        let page = keep::merge(parts, *limit);
+        let listing = Listing {
+            calls: page.rows,
+            matched: self.pages.matched,
+            counts: paging::counts(&self.pages.tally, self.pages.newer),
+            next_cursor: page.at.as_ref().map(paging::encode),
+            now_ms: now,
+            paused_tools: self.paused.clone(),
+        };
+        Step::Answer(Reply::new(super::json(200, &json!(listing))))
     }
 
     /// The first requests.
@@ -428,6 +572,7 @@ impl Job {
                 };
                 Step::Ask(vec![ask(hub(server), Ask::SpendLink, &body)])
             }
+            Op::List { .. } if self.page.is_none() => self.first_page(server),
             Op::List { .. }
             | Op::Cancel { .. }
             | Op::Hold { .. }
@@ -450,6 +595,14 @@ impl Job {
     pub fn resume(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
         match self.stage {
             Stage::Gather => self.gathered(server, answers),
+            Stage::Paging => self.page_gathered(server, answers),
+            Stage::PagingSessions => {
+                for a in &answers {
+                    self.calls
+                        .extend(read::<Vec<CallSummary>>(a).unwrap_or_default());
+                }
+                self.page_answer()
+            }
             Stage::Sessions => {
                 for a in &answers {
                     self.calls
@@ -588,22 +741,26 @@ impl Job {
                 limit,
                 cursor,
             } => {
+                // The console's listing reads every call (it shows each
+                // tool's versions too); its pages resume as the API's do.
                 let matched: Vec<&CallSummary> = self
                     .calls
                     .iter()
                     .filter(|c| filter.admits(c, now))
                     .collect();
-                let end = cursor.saturating_add(*limit).min(matched.len());
+                let after: Vec<&CallSummary> = (matched.iter().copied())
+                    .filter(|c| cursor.as_ref().is_none_or(|k| keep::Key::of(c) > *k))
+                    .collect();
+                let page: Vec<CallSummary> =
+                    after.iter().take(*limit).map(|c| (*c).clone()).collect();
+                let next_cursor = (after.len() > page.len())
+                    .then(|| page.last().map(|c| paging::encode(&keep::Key::of(c))))
+                    .flatten();
                 let listing = Listing {
-                    calls: matched
-                        .get((*cursor).min(end)..end)
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|c| (*c).clone())
-                        .collect(),
+                    calls: page,
                     matched: matched.len(),
                     counts,
-                    next_cursor: (end < matched.len()).then(|| end.to_string()),
+                    next_cursor,
                     now_ms: now,
                     paused_tools: self.paused.clone(),
                 };
@@ -757,7 +914,8 @@ mod tests {
         assert_eq!(f.tool.as_deref(), Some("deploy"));
         assert_eq!(f.status, vec![Status::Waiting, Status::Parked]);
         assert_eq!(f.older_than_ms, Some(900_000));
-        assert_eq!((limit, cursor), (9, 0));
+        assert_eq!((limit, cursor), (9, None));
+        assert!(filter_of(&query("/x?cursor=50")).is_err());
         assert!(filter_of(&query("/x?status=asleep")).is_err());
         assert_eq!(percent_encoding_decode("s.ab%2Ecd"), "s.ab.cd");
     }

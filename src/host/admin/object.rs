@@ -28,6 +28,12 @@ pub(crate) const ADMIN_HEADER: &str = "x-durable-mcp-admin";
 pub(crate) enum Ask {
     /// Every call it keeps, summarized.
     List,
+    /// A shard: one page of its durable calls and its counts
+    /// ([`crate::kept::page`]).
+    Page,
+    /// The hub: one page of the tasks its index holds, its counts, the
+    /// live sessions and the paused tools.
+    IndexPage,
     /// One call whole (`ids[0]`).
     Show,
     /// Cancel these.
@@ -68,9 +74,19 @@ pub(crate) struct Body {
     /// The operator's name (written into a cancelled call's history).
     #[serde(default)]
     pub(crate) operator: String,
-    /// Until when a mark is kept ([`Ask::SpendLink`]).
+    /// Until when a mark is kept ([`Ask::SpendLink`]); only rows changed
+    /// at or before it ([`Ask::Page`], [`Ask::IndexPage`]: `olderThan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) until_ms: Option<u64>,
+    /// What a page's rows must pass (its statuses, tool, principal).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) filter: Option<crate::admin::Filter>,
+    /// Where the last page ended (`updated`, admin id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) after: Option<(u64, String)>,
+    /// How many rows a page holds at most (0: its counts alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) limit: Option<usize>,
     /// The question ([`Ask::Answer`], [`Ask::Rewind`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) key: Option<String>,
@@ -148,6 +164,13 @@ fn answer(
 ) -> Result<Reply, McpError> {
     match op {
         Ask::List => Ok(ok(&list(stores)?)),
+        Ask::Page => Ok(ok(&super::paging::shard(stores, body, env.now_ms)?)),
+        Ask::IndexPage => {
+            let mut page = super::paging::index(stores, body, env.now_ms)?;
+            page["sessions"] = json!(stores.index.sessions()?);
+            page["paused"] = json!(stores.index.paused_tools()?);
+            Ok(ok(&page))
+        }
         Ask::Show => {
             let id = body.ids.first().map(String::as_str).unwrap_or_default();
             Ok(ok(&show(server, stores, id)?))

@@ -1,0 +1,136 @@
+//! A keeper's counts per tool and status, kept by SQLite itself: triggers
+//! on the keeper's table update its tally table in the statement that
+//! inserts, changes or deletes a row, so no path that writes a row (a
+//! round, a claim, a cancel, a purge, a sweep) can leave the counts behind,
+//! and a listing's counts read one row per tool. A status change costs one
+//! more row written (the tool's counts), a status kept costs none.
+
+use serde::Deserialize;
+use worker::SqlStorage;
+
+use crate::error::McpError;
+use crate::kept::page::Tally;
+use crate::kept::Status;
+
+fn err(e: impl std::fmt::Display) -> McpError {
+    McpError::internal(format!("durable storage failed: {e}"))
+}
+
+/// `<side>.status = '<s>'` for each status, joined as `f` shapes each.
+fn each(f: impl Fn(&str) -> String) -> String {
+    Status::ALL
+        .iter()
+        .map(|s| f(s.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Creates `tally` and the triggers that keep it for `table` (whose rows
+/// have `status` and `tool`), and counts the rows `table` holds already
+/// (a table made before there were counts). Run once per table, when the
+/// tally table is missing.
+pub(crate) fn create(sql: &SqlStorage, table: &str, tally: &str) -> Result<(), McpError> {
+    let columns = each(|s| format!("{s} INTEGER NOT NULL DEFAULT 0"));
+    let names = each(str::to_string);
+    let plus_new = each(|s| format!("new.status = '{s}'"));
+    let add = each(|s| format!("{s} = {s} + excluded.{s}"));
+    let minus_old = each(|s| format!("{s} = {s} - (old.status = '{s}')"));
+    let moved = each(|s| format!("{s} = {s} - (old.status = '{s}') + (new.status = '{s}')"));
+    let sums = each(|s| format!("sum(status = '{s}')"));
+    let statements = [
+        format!(
+            "CREATE TABLE IF NOT EXISTS {tally} (tool TEXT PRIMARY KEY, {columns}) WITHOUT ROWID"
+        ),
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {tally}_in AFTER INSERT ON {table} BEGIN \
+             INSERT INTO {tally} (tool, {names}) VALUES (new.tool, {plus_new}) \
+             ON CONFLICT(tool) DO UPDATE SET {add}; END"
+        ),
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {tally}_out AFTER DELETE ON {table} BEGIN \
+             UPDATE {tally} SET {minus_old} WHERE tool = old.tool; END"
+        ),
+        // The common change: a status moves, the tool stays (one row).
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {tally}_moved AFTER UPDATE OF status ON {table} \
+             WHEN old.tool = new.tool AND old.status IS NOT new.status BEGIN \
+             UPDATE {tally} SET {moved} WHERE tool = new.tool; END"
+        ),
+        // A row whose tool changes (a tombstone forgets it).
+        format!(
+            "CREATE TRIGGER IF NOT EXISTS {tally}_retooled AFTER UPDATE OF tool ON {table} \
+             WHEN old.tool IS NOT new.tool BEGIN \
+             UPDATE {tally} SET {minus_old} WHERE tool = old.tool; \
+             INSERT INTO {tally} (tool, {names}) VALUES (new.tool, {plus_new}) \
+             ON CONFLICT(tool) DO UPDATE SET {add}; END"
+        ),
+        format!("DELETE FROM {tally}"),
+        format!(
+            "INSERT INTO {tally} (tool, {names}) SELECT tool, {sums} FROM {table} GROUP BY tool"
+        ),
+    ];
+    for s in statements {
+        sql.exec(&s, None).map_err(err)?;
+    }
+    Ok(())
+}
+
+/// Whether `tally` exists (the marker that `create` ran for its table).
+pub(crate) fn exists(sql: &SqlStorage, tally: &str) -> Result<bool, McpError> {
+    super::sql::run(
+        sql,
+        &format!("SELECT tool FROM {tally} LIMIT 0"),
+        Vec::new(),
+    )
+    .map_err(err)
+}
+
+#[derive(Deserialize)]
+struct Counts {
+    tool: String,
+    waiting: f64,
+    working: f64,
+    parked: f64,
+    completed: f64,
+    failed: f64,
+    cancelled: f64,
+}
+
+/// What `tally` holds (nothing when it does not exist yet).
+pub(crate) fn read(sql: &SqlStorage, tally: &str) -> Result<Tally, McpError> {
+    let rows = super::sql::rows::<Counts>(sql, &format!("SELECT * FROM {tally}"), Vec::new())
+        .map_err(err)?
+        .unwrap_or_default();
+    Ok(rows
+        .into_iter()
+        .map(|c| {
+            let n = [
+                c.waiting,
+                c.working,
+                c.parked,
+                c.completed,
+                c.failed,
+                c.cancelled,
+            ];
+            (c.tool, n.map(|x| x.max(0.0) as u64))
+        })
+        .filter(|(_, n)| n.iter().any(|x| *x > 0))
+        .collect())
+}
+
+#[derive(Deserialize)]
+struct Count {
+    n: f64,
+}
+
+/// The number `query` counts (`SELECT count(*) AS n …`; 0 without a table).
+pub(crate) fn count(
+    sql: &SqlStorage,
+    query: &str,
+    bind: Vec<worker::SqlStorageValue>,
+) -> Result<u64, McpError> {
+    let rows = super::sql::rows::<Count>(sql, query, bind)
+        .map_err(err)?
+        .unwrap_or_default();
+    Ok(rows.first().map_or(0, |c| c.n.max(0.0) as u64))
+}
