@@ -277,6 +277,9 @@ impl IndexStore for SqliteIndex<'_> {
     }
 
     fn sessions(&self) -> Result<Vec<IndexEntry>, McpError> {
+        if !self.readable()? {
+            return Ok(Vec::new());
+        }
         let rows = super::sql::rows::<Entry>(
             &self.sql,
             "SELECT entry FROM admin_index WHERE status = '' AND handle >= 's.' AND handle < 's/'",

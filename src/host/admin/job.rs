@@ -22,7 +22,7 @@ use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::index::IndexEntry;
-use crate::kept::page::{self as keep, Part, Tally};
+use crate::kept::page as keep;
 use crate::kept::versions::ToolCode;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
@@ -59,15 +59,6 @@ enum Stage {
     PagingSessions,
 }
 
-/// An API listing's pages and counts, as the keepers answer.
-#[derive(Default)]
-struct Pages {
-    parts: Vec<Part>,
-    tally: Tally,
-    newer: [u64; 3],
-    matched: usize,
-}
-
 /// One admin request under way.
 pub struct Job {
     op: Op,
@@ -81,7 +72,7 @@ pub struct Job {
     calls: Vec<CallSummary>,
     /// The request's path (its query dropped): what a refusal names.
     path: String,
-    pages: Pages,
+    pages: paging::Pages,
 }
 
 fn bad(message: impl Into<String>) -> Reply {
@@ -135,7 +126,7 @@ pub fn start(server: &Server, req: &HttpRequest, operator: &str, env: &Env) -> (
         paused: Vec::new(),
         calls: Vec::new(),
         path: String::new(),
-        pages: Pages::default(),
+        pages: paging::Pages::default(),
     };
     let path = req.path.split('?').next().unwrap_or(&req.path);
     // Held to `ALLOWED_HOSTS` as the pages are (a console opened under a
@@ -435,17 +426,9 @@ impl Job {
 
     /// Adds a keeper's page and counts (`kind`: what it keeps).
     fn paged(&mut self, v: &mut Value, kind: Kind) {
-        let (part, tally, newer, older) = paging::part_of(v);
         if let Op::List { filter, .. } = &self.op {
-            if filter.kind.is_none_or(|k| k == kind) {
-                self.pages.matched += paging::matched(&tally, older, filter);
-            }
+            self.pages.add(v, kind, filter);
         }
-        keep::add(&mut self.pages.tally, &tally);
-        for (a, b) in self.pages.newer.iter_mut().zip(newer) {
-            *a += b;
-        }
-        self.pages.parts.push(part);
     }
 
     fn page_gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
@@ -485,36 +468,12 @@ impl Job {
         else {
             return Step::Answer(bad("not a listing"));
         };
-        let now = self.now_ms;
         let calls = std::mem::take(&mut self.calls);
-        keep::add(&mut self.pages.tally, &keep::tally(&calls));
-        for (a, b) in self
-            .pages
-            .newer
-            .iter_mut()
-            .zip(paging::newer_of(&calls, now))
-        {
-            *a += b;
-        }
-        let admitted: Vec<CallSummary> = calls
-            .into_iter()
-            .filter(|c| filter.admits(c, now))
-            .collect();
-        self.pages.matched += admitted.len();
-        let rows = admitted
-            .into_iter()
-            .filter(|c| cursor.as_ref().is_none_or(|k| keep::Key::of(c) > *k))
-            .collect();
-        let mut parts = std::mem::take(&mut self.pages.parts);
-        parts.push(Part { rows, at: None });
-        let page = keep::merge(parts, *limit);
+        let pages = std::mem::take(&mut self.pages);
+        let listing = pages.listing(calls, (filter, *limit, cursor.as_ref()), self.now_ms);
         let listing = Listing {
-            calls: page.rows,
-            matched: self.pages.matched,
-            counts: paging::counts(&self.pages.tally, self.pages.newer),
-            next_cursor: page.at.as_ref().map(paging::encode),
-            now_ms: now,
             paused_tools: self.paused.clone(),
+            ..listing
         };
         Step::Answer(Reply::new(super::json(200, &json!(listing))))
     }

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::super::kept::by_id;
 use super::super::Stores;
 use super::each::each;
+use super::paging;
 use crate::admin::summary;
 use crate::admin::{CallDetail, CallSummary};
 use crate::effects::Reply;
@@ -164,9 +165,9 @@ fn answer(
 ) -> Result<Reply, McpError> {
     match op {
         Ask::List => Ok(ok(&list(stores)?)),
-        Ask::Page => Ok(ok(&super::paging::shard(stores, body, env.now_ms)?)),
+        Ask::Page => Ok(ok(&paging::shard(stores, &asked(body), env.now_ms)?)),
         Ask::IndexPage => {
-            let mut page = super::paging::index(stores, body, env.now_ms)?;
+            let mut page = paging::index(stores, &asked(body), env.now_ms)?;
             page["sessions"] = json!(stores.index.sessions()?);
             page["paused"] = json!(stores.index.paused_tools()?);
             Ok(ok(&page))
@@ -310,6 +311,16 @@ fn cancel<'s>(
         }
         k.cancel(server, env.now_ms, &why)
     })
+}
+
+/// What a page asks of a keeper.
+fn asked(body: &Body) -> paging::Asked {
+    paging::Asked::new(
+        body.filter.clone(),
+        body.after.clone(),
+        body.until_ms,
+        body.limit,
+    )
 }
 
 /// The paused calls named, as the deploy check reads them.

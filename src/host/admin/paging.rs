@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use super::super::Stores;
 use crate::admin::model::AGE_BUCKETS;
 use crate::admin::summary::DURABLE_PREFIX;
-use crate::admin::{CallSummary, Counts, Filter, Status};
+use crate::admin::{CallSummary, Counts, Filter, Kind, Listing, Status};
 use crate::error::McpError;
 use crate::kept::page::{self, Key, Part, Tally};
 
@@ -42,7 +42,7 @@ pub(super) fn decode(cursor: &str) -> Result<Key, String> {
 }
 
 /// What a keeper is asked for a page.
-struct Asked {
+pub(super) struct Asked {
     statuses: Vec<Status>,
     after: Option<Key>,
     until_ms: Option<u64>,
@@ -50,19 +50,25 @@ struct Asked {
     filter: Filter,
 }
 
-fn asked(body: &super::object::Body) -> Asked {
-    let mut filter = body.filter.clone().unwrap_or_default();
-    // The job turned it into `until_ms` (one clock for every keeper).
-    filter.older_than_ms = None;
-    Asked {
-        statuses: page::statuses(&filter.status),
-        after: body
-            .after
-            .clone()
-            .map(|(updated_ms, id)| Key { updated_ms, id }),
-        until_ms: body.until_ms,
-        limit: body.limit.unwrap_or(0),
-        filter,
+impl Asked {
+    /// A page of what passes `filter` after `after`, changed at or before
+    /// `until_ms`, at most `limit` rows (0: the counts alone).
+    pub(super) fn new(
+        filter: Option<Filter>,
+        after: Option<(u64, String)>,
+        until_ms: Option<u64>,
+        limit: Option<usize>,
+    ) -> Self {
+        let mut filter = filter.unwrap_or_default();
+        // The job turned it into `until_ms` (one clock for every keeper).
+        filter.older_than_ms = None;
+        Self {
+            statuses: page::statuses(&filter.status),
+            after: after.map(|(updated_ms, id)| Key { updated_ms, id }),
+            until_ms,
+            limit: limit.unwrap_or(0),
+            filter,
+        }
     }
 }
 
@@ -124,12 +130,7 @@ fn answer(part: Part, tally: &Tally, newer: [u64; 3], older: Option<u64>) -> Val
 
 /// A call shard's page: its durable calls after the cursor, and its
 /// counts.
-pub(super) fn shard(
-    stores: &Stores<'_>,
-    body: &super::object::Body,
-    now_ms: u64,
-) -> Result<Value, McpError> {
-    let a = asked(body);
+pub(super) fn shard(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
     let part = if a.limit == 0 {
         Part::default()
     } else {
@@ -162,17 +163,12 @@ pub(super) fn shard(
     };
     let newer = newer(now_ms, |s, since| stores.call.newer(s, since))?;
     let tally = stores.call.tally()?;
-    let older = older(&a, &tally, |s, since| stores.call.newer(s, since))?;
+    let older = older(a, &tally, |s, since| stores.call.newer(s, since))?;
     Ok(answer(part, &tally, newer, older))
 }
 
 /// The hub's page of the tasks its index holds, and their counts.
-pub(super) fn index(
-    stores: &Stores<'_>,
-    body: &super::object::Body,
-    now_ms: u64,
-) -> Result<Value, McpError> {
-    let a = asked(body);
+pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
     let part = if a.limit == 0 {
         Part::default()
     } else {
@@ -191,14 +187,71 @@ pub(super) fn index(
     };
     let newer = newer(now_ms, |s, since| stores.index.newer(s, since))?;
     let tally = stores.index.tally()?;
-    let older = older(&a, &tally, |s, since| stores.index.newer(s, since))?;
+    let older = older(a, &tally, |s, since| stores.index.newer(s, since))?;
     Ok(answer(part, &tally, newer, older))
+}
+
+/// An API listing's pages and counts, as the keepers answer.
+#[derive(Default)]
+pub(super) struct Pages {
+    parts: Vec<Part>,
+    tally: Tally,
+    newer: [u64; 3],
+    matched: usize,
+}
+
+impl Pages {
+    /// Adds a keeper's answer (`kind`: what it keeps; a kind `filter`
+    /// leaves out adds its counts alone).
+    pub(super) fn add(&mut self, v: &mut Value, kind: Kind, filter: &Filter) {
+        let (part, tally, newer, older) = part_of(v);
+        if filter.kind.is_none_or(|k| k == kind) {
+            self.matched += matched(&tally, older, filter);
+        }
+        page::add(&mut self.tally, &tally);
+        for (a, b) in self.newer.iter_mut().zip(newer) {
+            *a += b;
+        }
+        self.parts.push(part);
+    }
+
+    /// The listing: the keepers' parts and `calls` (the live sessions',
+    /// each session listed whole) merged into one page of at most `limit`
+    /// after `cursor`, and the counts of them all.
+    pub(super) fn listing(
+        mut self,
+        calls: Vec<CallSummary>,
+        (filter, limit, cursor): (&Filter, usize, Option<&Key>),
+        now_ms: u64,
+    ) -> Listing {
+        page::add(&mut self.tally, &page::tally(&calls));
+        for (a, b) in self.newer.iter_mut().zip(newer_of(&calls, now_ms)) {
+            *a += b;
+        }
+        let admitted: Vec<CallSummary> = (calls.into_iter())
+            .filter(|c| filter.admits(c, now_ms))
+            .collect();
+        self.matched += admitted.len();
+        let rows = (admitted.into_iter())
+            .filter(|c| cursor.is_none_or(|k| Key::of(c) > *k))
+            .collect();
+        self.parts.push(Part { rows, at: None });
+        let page = page::merge(self.parts, limit);
+        Listing {
+            calls: page.rows,
+            matched: self.matched,
+            counts: counts(&self.tally, self.newer),
+            next_cursor: page.at.as_ref().map(encode),
+            now_ms,
+            paused_tools: Vec::new(),
+        }
+    }
 }
 
 /// A keeper's answer to a page, read back: its part, its counts, its
 /// paused calls changed within each younger age, and how many of its
 /// calls in the statuses asked are older than asked (`olderThan`).
-pub(super) fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
+fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
     let rows: Vec<CallSummary> = serde_json::from_value(v["rows"].take()).unwrap_or_default();
     let at = v["at"].as_array().and_then(|a| match a.as_slice() {
         [u, id] => Some(Key {
@@ -217,7 +270,7 @@ pub(super) fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
 /// status and tool and (`older`) its count of those older than asked:
 /// exact but for a principal, or a tool and an age together (then the
 /// smaller of the two counts, which every passing call is in).
-pub(super) fn matched(tally: &Tally, older: Option<u64>, filter: &Filter) -> usize {
+fn matched(tally: &Tally, older: Option<u64>, filter: &Filter) -> usize {
     let statuses = page::statuses(&filter.status);
     let by_tool = tally
         .iter()
@@ -229,7 +282,7 @@ pub(super) fn matched(tally: &Tally, older: Option<u64>, filter: &Filter) -> usi
 
 /// A listing's counts from the keepers' summed counts and paused calls
 /// changed within each younger age bucket.
-pub(super) fn counts(tally: &Tally, newer: [u64; 3]) -> Counts {
+fn counts(tally: &Tally, newer: [u64; 3]) -> Counts {
     let mut c = Counts::default();
     let mut paused = 0;
     for s in Status::ALL {
@@ -260,7 +313,7 @@ pub(super) fn counts(tally: &Tally, newer: [u64; 3]) -> Counts {
 
 /// How many of `calls` (all a keeper holds, listed whole: a session's)
 /// changed within each younger age bucket while paused.
-pub(super) fn newer_of(calls: &[CallSummary], now_ms: u64) -> [u64; 3] {
+fn newer_of(calls: &[CallSummary], now_ms: u64) -> [u64; 3] {
     let mut out = [0; 3];
     for c in calls {
         if !matches!(c.status, Status::Waiting | Status::Parked) {
