@@ -316,23 +316,32 @@ pub trait CallStore {
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
     /// Forgets call `id`.
     fn delete(&self, id: &str) -> Result<(), McpError>;
+    // What an operator's listing reads. A Worker built without the
+    // `admin` feature never asks, and links none of it: its store keeps
+    // these defaults.
     /// Up to `limit` calls in `status` (never a tombstone) after `after`
     /// (their `updated`, then id: `(updated, id) > after`), changed at or
     /// before `until_ms`, oldest first: one read of the index by status,
     /// at most `limit` rows.
     fn page(
         &self,
-        status: Status,
-        after: Option<(u64, &str)>,
-        until_ms: Option<u64>,
-        limit: usize,
-    ) -> Result<Vec<(String, StoredCall)>, McpError>;
+        _status: Status,
+        _after: Option<(u64, &str)>,
+        _until_ms: Option<u64>,
+        _limit: usize,
+    ) -> Result<Vec<(String, StoredCall)>, McpError> {
+        Ok(Vec::new())
+    }
     /// Its calls counted per tool and status (tombstones not), as kept by
     /// each write that changes a row: no row is read.
-    fn tally(&self) -> Result<Tally, McpError>;
+    fn tally(&self) -> Result<Tally, McpError> {
+        Ok(Tally::new())
+    }
     /// How many calls in `status` changed after `since_ms` (a count of the
     /// index's entries, not of rows).
-    fn newer(&self, status: Status, since_ms: u64) -> Result<u64, McpError>;
+    fn newer(&self, _status: Status, _since_ms: u64) -> Result<u64, McpError> {
+        Ok(0)
+    }
 }
 
 /// A `CallStore` in memory, for tests and benches: rows as the Worker's

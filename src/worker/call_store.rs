@@ -397,6 +397,7 @@ impl CallStore for SqliteStore<'_> {
         self.next_due(ttl_ms, retain_ms)
     }
 
+    #[cfg(feature = "admin")]
     fn page(
         &self,
         status: kept::Status,
@@ -433,6 +434,7 @@ impl CallStore for SqliteStore<'_> {
             .collect()
     }
 
+    #[cfg(feature = "admin")]
     fn tally(&self) -> std::result::Result<kept::page::Tally, McpError> {
         if !self.listable()? {
             return Ok(Default::default());
@@ -440,6 +442,7 @@ impl CallStore for SqliteStore<'_> {
         super::tally::read(&self.sql, TALLY)
     }
 
+    #[cfg(feature = "admin")]
     fn newer(&self, status: kept::Status, since_ms: u64) -> std::result::Result<u64, McpError> {
         if !self.listable()? {
             return Ok(0);
@@ -455,6 +458,7 @@ impl CallStore for SqliteStore<'_> {
     }
 }
 
+#[cfg(feature = "admin")]
 impl SqliteStore<'_> {
     /// Whether the shard holds a table to list, brought up to date (an
     /// object that never stored a call makes none).

@@ -9,8 +9,8 @@ use worker::{SqlStorage, SqlStorageValue};
 use super::log_rows::Held;
 use crate::error::McpError;
 use crate::index::{listed_by, IndexChange, IndexEntry, IndexStore};
-use crate::kept::page::Tally;
-use crate::kept::Status;
+#[cfg(feature = "admin")]
+use crate::kept::{page::Tally, Status};
 
 /// An [`IndexStore`] over the object's SQLite database. A task's row
 /// carries its status, tool and last change in columns, indexed by
@@ -124,6 +124,7 @@ impl<'a> SqliteIndex<'a> {
     }
 
     /// Whether the index exists to be read (brought up to date).
+    #[cfg(feature = "admin")]
     fn readable(&self) -> Result<bool, McpError> {
         if self.held.index_table.get() {
             return Ok(true);
@@ -244,6 +245,7 @@ impl IndexStore for SqliteIndex<'_> {
         Ok(true)
     }
 
+    #[cfg(feature = "admin")]
     fn page(
         &self,
         status: Status,
@@ -276,6 +278,7 @@ impl IndexStore for SqliteIndex<'_> {
             .collect())
     }
 
+    #[cfg(feature = "admin")]
     fn sessions(&self) -> Result<Vec<IndexEntry>, McpError> {
         if !self.readable()? {
             return Ok(Vec::new());
@@ -294,6 +297,7 @@ impl IndexStore for SqliteIndex<'_> {
             .collect())
     }
 
+    #[cfg(feature = "admin")]
     fn tally(&self) -> Result<Tally, McpError> {
         if !self.readable()? {
             return Ok(Tally::new());
@@ -301,6 +305,7 @@ impl IndexStore for SqliteIndex<'_> {
         super::tally::read(&self.sql, TALLY)
     }
 
+    #[cfg(feature = "admin")]
     fn newer(&self, status: Status, since_ms: u64) -> Result<u64, McpError> {
         if !self.readable()? {
             return Ok(0);

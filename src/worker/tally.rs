@@ -5,10 +5,12 @@
 //! and a listing's counts read one row per tool. A status change costs one
 //! more row written (the tool's counts), a status kept costs none.
 
-use serde::Deserialize;
+#[cfg(feature = "admin")]
+use serde_json::Value;
 use worker::SqlStorage;
 
 use crate::error::McpError;
+#[cfg(feature = "admin")]
 use crate::kept::page::Tally;
 use crate::kept::Status;
 
@@ -85,52 +87,38 @@ pub(crate) fn exists(sql: &SqlStorage, tally: &str) -> Result<bool, McpError> {
     .map_err(err)
 }
 
-#[derive(Deserialize)]
-struct Counts {
-    tool: String,
-    waiting: f64,
-    working: f64,
-    parked: f64,
-    completed: f64,
-    failed: f64,
-    cancelled: f64,
-}
-
 /// What `tally` holds (nothing when it does not exist yet).
+#[cfg(feature = "admin")]
 pub(crate) fn read(sql: &SqlStorage, tally: &str) -> Result<Tally, McpError> {
-    let rows = super::sql::rows::<Counts>(sql, &format!("SELECT * FROM {tally}"), Vec::new())
+    // Read as JSON values, by hand (no deserializer made for a row type).
+    let rows = super::sql::rows::<Value>(sql, &format!("SELECT * FROM {tally}"), Vec::new())
         .map_err(err)?
         .unwrap_or_default();
     Ok(rows
-        .into_iter()
-        .map(|c| {
-            let n = [
-                c.waiting,
-                c.working,
-                c.parked,
-                c.completed,
-                c.failed,
-                c.cancelled,
-            ];
-            (c.tool, n.map(|x| x.max(0.0) as u64))
+        .iter()
+        .map(|row| {
+            let n = Status::ALL.map(|s| number(&row[s.as_str()]));
+            (row["tool"].as_str().unwrap_or_default().to_string(), n)
         })
         .filter(|(_, n)| n.iter().any(|x| *x > 0))
         .collect())
 }
 
-#[derive(Deserialize)]
-struct Count {
-    n: f64,
+/// A count as SQLite gives it (a JS number), never below zero.
+#[cfg(feature = "admin")]
+fn number(v: &Value) -> u64 {
+    v.as_f64().map_or(0, |x| x.max(0.0) as u64)
 }
 
 /// The number `query` counts (`SELECT count(*) AS n …`; 0 without a table).
+#[cfg(feature = "admin")]
 pub(crate) fn count(
     sql: &SqlStorage,
     query: &str,
     bind: Vec<worker::SqlStorageValue>,
 ) -> Result<u64, McpError> {
-    let rows = super::sql::rows::<Count>(sql, query, bind)
+    let rows = super::sql::rows::<Value>(sql, query, bind)
         .map_err(err)?
         .unwrap_or_default();
-    Ok(rows.first().map_or(0, |c| c.n.max(0.0) as u64))
+    Ok(rows.first().map_or(0, |c| number(&c["n"])))
 }

@@ -62,6 +62,9 @@ async function task(i) {
   assert.equal(r.json?.result?.resultType, 'task', r.text);
 }
 
+/** The calls made through MCP (not seeded). */
+let realIds = [];
+
 /** Every shard holds a real call (its table made), and a few tasks are indexed. */
 async function realCalls() {
   for (let i = 0; i < 400; i++) {
@@ -72,6 +75,7 @@ async function realCalls() {
       if (shards.size === SHARDS) break;
     }
   }
+  realIds = (await api('/admin/api/calls?kind=durable&limit=500')).json.calls.map((c) => c.id);
   for (let i = 0; i < 3; i++) await task(i);
   // The tasks reach the hub's index as their first slice is stored.
   const deadline = Date.now() + 30_000;
@@ -232,6 +236,22 @@ test('the cursor walks on: pages in order, no row twice, each within the budget'
   const bad = await api('/admin/api/calls?cursor=bm90LWEtY3Vyc29y');
   assert.equal(bad.status, 400, JSON.stringify(bad.json));
   assert.match(JSON.stringify(bad.json), /cursor/);
+});
+
+test('a cancel through the Worker moves the counts at once (the triggers, on workerd)', async () => {
+  const before = (await api('/admin/api/calls?status=waiting&limit=1')).json.counts;
+  const r = await fetch(new URL('/admin/api/calls/cancel', server.url), {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ ids: realIds.slice(0, 3) }),
+  });
+  const done = await r.json();
+  assert.equal(done.done?.length, 3, JSON.stringify(done));
+  const after = (await api('/admin/api/calls?status=cancelled&limit=10')).json;
+  assert.equal(after.counts.byStatus.waiting, before.byStatus.waiting - 3);
+  assert.equal(after.counts.byStatus.cancelled, before.byStatus.cancelled + 3);
+  assert.equal(after.counts.total, before.total);
+  for (const id of realIds.slice(0, 3)) assert.ok(after.calls.some((c) => c.id === id), `${id} listed cancelled`);
 });
 
 test("a shard's page and sweep read through its (status, updated) index", async () => {

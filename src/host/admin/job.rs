@@ -532,13 +532,12 @@ impl Job {
                 Step::Ask(vec![ask(hub(server), Ask::SpendLink, &body)])
             }
             Op::List { .. } if self.page.is_none() => self.first_page(server),
-            Op::List { .. }
-            | Op::Cancel { .. }
-            | Op::Hold { .. }
-            | Op::Outside { .. }
-            | Op::Export(_)
-            | Op::Purge(_)
-            | Op::Versions => {
+            // Calls named by id: only a task's or a session's object has to
+            // be looked up (in the index); no shard is listed.
+            Op::Cancel { ids: Some(_), .. } | Op::Hold { .. } | Op::Outside { .. } => {
+                Step::Ask(vec![entries])
+            }
+            Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) | Op::Versions => {
                 let mut asks = vec![entries];
                 asks.extend(
                     shards(server)
