@@ -273,21 +273,27 @@ impl<'a> SqliteStore<'a> {
     /// after its last update, any other `ttl_ms` after (`None`: none left).
     fn next_due(&self, ttl_ms: u64, retain_ms: u64) -> std::result::Result<Option<u64>, McpError> {
         // Each status's oldest row, one step down the index each: no
-        // row is read whole.
-        let mut parts = Vec::new();
-        let mut bind = Vec::new();
-        for word in crate::store::ROW_WORDS {
-            let finished = kept::Status::parse(word).is_some_and(kept::Status::is_final);
-            parts.push(format!(
-                "SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = '{word}') + ? AS due"
-            ));
-            bind.push(int(if finished { retain_ms } else { ttl_ms }));
-        }
-        let query = format!(
-            "SELECT min(due) AS oldest FROM ({})",
-            parts.join(" UNION ALL ")
-        );
-        let next = super::sql::rows::<Oldest>(&self.sql, &query, bind)
+        // row is read whole (in the order of `ROW_WORDS`).
+        const NEXT_DUE: &str = "SELECT min(due) AS oldest FROM (\
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'waiting') + ? AS due UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'working') + ? UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'parked') + ? UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'completed') + ? UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'failed') + ? UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'cancelled') + ? UNION ALL \
+            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'purged') + ?)";
+        let (live, finished) = (int(ttl_ms), int(retain_ms));
+        let bind = vec![
+            live.clone(),
+            live.clone(),
+            live.clone(),
+            finished.clone(),
+            finished.clone(),
+            finished,
+            live,
+        ];
+        let query = NEXT_DUE;
+        let next = super::sql::rows::<Oldest>(&self.sql, query, bind)
             .map_err(storage_error)?
             .unwrap_or_default();
         Ok(next

@@ -18,11 +18,12 @@ fn err(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("durable storage failed: {e}"))
 }
 
-/// `<side>.status = '<s>'` for each status, joined as `f` shapes each.
-fn each(f: impl Fn(&str) -> String) -> String {
+/// `pattern` once per status, `$` standing for the status, joined by
+/// commas (one function, not one per pattern: this is wasm).
+fn each(pattern: &str) -> String {
     Status::ALL
         .iter()
-        .map(|s| f(s.as_str()))
+        .map(|s| pattern.replace('$', s.as_str()))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -32,13 +33,13 @@ fn each(f: impl Fn(&str) -> String) -> String {
 /// (a table made before there were counts). Run once per table, when the
 /// tally table is missing.
 pub(crate) fn create(sql: &SqlStorage, table: &str, tally: &str) -> Result<(), McpError> {
-    let columns = each(|s| format!("{s} INTEGER NOT NULL DEFAULT 0"));
-    let names = each(str::to_string);
-    let plus_new = each(|s| format!("new.status = '{s}'"));
-    let add = each(|s| format!("{s} = {s} + excluded.{s}"));
-    let minus_old = each(|s| format!("{s} = {s} - (old.status = '{s}')"));
-    let moved = each(|s| format!("{s} = {s} - (old.status = '{s}') + (new.status = '{s}')"));
-    let sums = each(|s| format!("sum(status = '{s}')"));
+    let columns = each("$ INTEGER NOT NULL DEFAULT 0");
+    let names = each("$");
+    let plus_new = each("new.status = '$'");
+    let add = each("$ = $ + excluded.$");
+    let minus_old = each("$ = $ - (old.status = '$')");
+    let moved = each("$ = $ - (old.status = '$') + (new.status = '$')");
+    let sums = each("sum(status = '$')");
     let statements = [
         format!(
             "CREATE TABLE IF NOT EXISTS {tally} (tool TEXT PRIMARY KEY, {columns}) WITHOUT ROWID"
