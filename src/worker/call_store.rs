@@ -272,16 +272,20 @@ impl<'a> SqliteStore<'a> {
     /// When the next call left is due to go: a finished one `retain_ms`
     /// after its last update, any other `ttl_ms` after (`None`: none left).
     fn next_due(&self, ttl_ms: u64, retain_ms: u64) -> std::result::Result<Option<u64>, McpError> {
-        // Each status's oldest row, one step down the index each: no
-        // row is read whole (in the order of `ROW_WORDS`).
-        const NEXT_DUE: &str = "SELECT min(due) AS oldest FROM (\
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'waiting') + ? AS due UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'working') + ? UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'parked') + ? UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'completed') + ? UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'failed') + ? UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'cancelled') + ? UNION ALL \
-            SELECT (SELECT min(updated_at) FROM durable_calls WHERE status = 'purged') + ?)";
+        // Each status's oldest row, one step down the index each: no row
+        // is read whole. One row of scalar subqueries (a compound SELECT of
+        // seven terms is more than Cloudflare's SQLite allows); a status
+        // without rows counts as never, 2^53 - 1 (the largest integer a JS
+        // number holds), for the scalar `min`.
+        const NEXT_DUE: &str = "SELECT min(\
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'waiting') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'working') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'parked') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'completed') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'failed') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'cancelled') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'purged') + ?, 9007199254740991)\
+            ) AS oldest";
         let (live, finished) = (int(ttl_ms), int(retain_ms));
         let bind = vec![
             live.clone(),
@@ -296,10 +300,12 @@ impl<'a> SqliteStore<'a> {
         let next = super::sql::rows::<Oldest>(&self.sql, query, bind)
             .map_err(storage_error)?
             .unwrap_or_default();
+        // Never: no row left.
         Ok(next
             .into_iter()
             .next()
             .and_then(|o| o.oldest)
+            .filter(|ms| *ms < 9_007_199_254_740_991.0)
             .map(|ms| ms as u64))
     }
 }
