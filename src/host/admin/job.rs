@@ -403,14 +403,14 @@ impl Job {
             .take()
             .map(|age| self.now_ms.saturating_sub(age));
         let body = |kind: Kind| Body {
-            filter: Some(f.clone()),
-            after: cursor.clone().map(|k| (k.updated_ms, k.id)),
+            page: Some(paging::ask(&f, cursor.as_ref(), {
+                if filter.kind.is_none_or(|k| k == kind) {
+                    *limit
+                } else {
+                    0
+                }
+            })),
             until_ms,
-            limit: Some(if filter.kind.is_none_or(|k| k == kind) {
-                *limit
-            } else {
-                0
-            }),
             ..Body::default()
         };
         let mut asks = vec![ask(hub(server), Ask::IndexPage, &body(Kind::Task))];

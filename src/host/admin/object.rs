@@ -79,15 +79,12 @@ pub(crate) struct Body {
     /// at or before it ([`Ask::Page`], [`Ask::IndexPage`]: `olderThan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) until_ms: Option<u64>,
-    /// What a page's rows must pass (its statuses, tool, principal).
+    /// A page's ask ([`Ask::Page`], [`Ask::IndexPage`]): what its rows
+    /// must pass, where the last page ended and how many it holds, as
+    /// `paging` writes and reads it (kept a JSON value here, so a Worker
+    /// that never pages links no code for it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) filter: Option<crate::admin::Filter>,
-    /// Where the last page ended (`updated`, admin id).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) after: Option<(u64, String)>,
-    /// How many rows a page holds at most (0: its counts alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) limit: Option<usize>,
+    pub(crate) page: Option<Value>,
     /// The question ([`Ask::Answer`], [`Ask::Rewind`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) key: Option<String>,
@@ -315,12 +312,7 @@ fn cancel<'s>(
 
 /// What a page asks of a keeper.
 fn asked(body: &Body) -> paging::Asked {
-    paging::Asked::new(
-        body.filter.clone(),
-        body.after.clone(),
-        body.until_ms,
-        body.limit,
-    )
+    paging::Asked::read(body.page.as_ref(), body.until_ms)
 }
 
 /// The paused calls named, as the deploy check reads them.

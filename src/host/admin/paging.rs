@@ -51,25 +51,38 @@ pub(super) struct Asked {
 }
 
 impl Asked {
-    /// A page of what passes `filter` after `after`, changed at or before
-    /// `until_ms`, at most `limit` rows (0: the counts alone).
-    pub(super) fn new(
-        filter: Option<Filter>,
-        after: Option<(u64, String)>,
-        until_ms: Option<u64>,
-        limit: Option<usize>,
-    ) -> Self {
-        let mut filter = filter.unwrap_or_default();
+    /// What [`ask`] wrote, and `until_ms` (`olderThan`, on the job's
+    /// clock); what does not read asks for the counts alone.
+    pub(super) fn read(page: Option<&Value>, until_ms: Option<u64>) -> Self {
+        let page = page.unwrap_or(&Value::Null);
+        let mut filter: Filter = serde_json::from_value(page["filter"].clone()).unwrap_or_default();
         // The job turned it into `until_ms` (one clock for every keeper).
         filter.older_than_ms = None;
+        let after = match page["after"].as_array().map(Vec::as_slice) {
+            Some([u, id]) => u.as_u64().zip(id.as_str()).map(|(updated_ms, id)| Key {
+                updated_ms,
+                id: id.to_string(),
+            }),
+            _ => None,
+        };
         Self {
             statuses: page::statuses(&filter.status),
-            after: after.map(|(updated_ms, id)| Key { updated_ms, id }),
+            after,
             until_ms,
-            limit: limit.unwrap_or(0),
+            limit: page["limit"].as_u64().map_or(0, |n| n as usize),
             filter,
         }
     }
+}
+
+/// A page's ask of a keeper: what passes `filter` after `after`, at most
+/// `limit` rows (0: its counts alone).
+pub(super) fn ask(filter: &Filter, after: Option<&Key>, limit: usize) -> Value {
+    json!({
+        "filter": filter,
+        "after": after.map(|k| json!([k.updated_ms, k.id])),
+        "limit": limit,
+    })
 }
 
 /// The key `after` as a keeper whose rows' ids are its admin ids without
