@@ -170,15 +170,11 @@ impl<'a> SqliteStore<'a> {
     /// read, and the counts with their triggers. The one full read of the
     /// table there is; a new table has no rows to read.
     fn migrate(&self) -> std::result::Result<(), McpError> {
-        // A table made today has the column already.
-        if let Err(e) = self.sql.exec(
-            "ALTER TABLE durable_calls ADD COLUMN tool TEXT NOT NULL DEFAULT ''",
-            None,
-        ) {
-            if !e.to_string().contains("duplicate column") {
-                return Err(storage_error(e));
-            }
-        }
+        super::tally::add_columns(
+            &self.sql,
+            "durable_calls",
+            &["tool TEXT NOT NULL DEFAULT ''"],
+        )?;
         let rows = super::sql::rows::<Row>(
             &self.sql,
             "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls",
@@ -208,13 +204,12 @@ impl<'a> SqliteStore<'a> {
                 )
                 .map_err(storage_error)?;
         }
-        self.sql
-            .exec(
-                "CREATE INDEX IF NOT EXISTS durable_calls_by_status ON durable_calls (status, updated_at, id)",
-                None,
-            )
-            .map_err(storage_error)?;
-        super::tally::create(&self.sql, "durable_calls", TALLY)
+        super::tally::finish(
+            &self.sql,
+            "durable_calls_by_status ON durable_calls (status, updated_at, id)",
+            "durable_calls",
+            TALLY,
+        )
     }
 
     /// Deletes the calls last updated at or before `cutoff_ms` (idle for

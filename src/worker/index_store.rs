@@ -81,18 +81,15 @@ impl<'a> SqliteIndex<'a> {
     /// by, filled from each entry, their index, and the counts with their
     /// triggers. The one full read of the index there is.
     fn migrate(&self) -> Result<(), McpError> {
-        for column in [
-            "status TEXT NOT NULL DEFAULT ''",
-            "tool TEXT NOT NULL DEFAULT ''",
-            "updated INTEGER NOT NULL DEFAULT 0",
-        ] {
-            let alter = format!("ALTER TABLE admin_index ADD COLUMN {column}");
-            if let Err(e) = self.sql.exec(&alter, None) {
-                if !e.to_string().contains("duplicate column") {
-                    return Err(storage_error(e));
-                }
-            }
-        }
+        super::tally::add_columns(
+            &self.sql,
+            "admin_index",
+            &[
+                "status TEXT NOT NULL DEFAULT ''",
+                "tool TEXT NOT NULL DEFAULT ''",
+                "updated INTEGER NOT NULL DEFAULT 0",
+            ],
+        )?;
         let rows =
             super::sql::rows::<Entry>(&self.sql, "SELECT entry FROM admin_index", Vec::new())
                 .map_err(storage_error)?
@@ -114,13 +111,12 @@ impl<'a> SqliteIndex<'a> {
                 )
                 .map_err(storage_error)?;
         }
-        self.sql
-            .exec(
-                "CREATE INDEX IF NOT EXISTS admin_index_by_status ON admin_index (status, updated, handle)",
-                None,
-            )
-            .map_err(storage_error)?;
-        super::tally::create(&self.sql, "admin_index", TALLY)
+        super::tally::finish(
+            &self.sql,
+            "admin_index_by_status ON admin_index (status, updated, handle)",
+            "admin_index",
+            TALLY,
+        )
     }
 
     /// Whether the index exists to be read (brought up to date).

@@ -78,6 +78,33 @@ pub(crate) fn create(sql: &SqlStorage, table: &str, tally: &str) -> Result<(), M
     Ok(())
 }
 
+/// Adds each of `columns` (their definitions) to `table` where it is
+/// missing (a table made by an earlier release); a table made today has
+/// them.
+pub(crate) fn add_columns(sql: &SqlStorage, table: &str, columns: &[&str]) -> Result<(), McpError> {
+    for column in columns {
+        if let Err(e) = sql.exec(&format!("ALTER TABLE {table} ADD COLUMN {column}"), None) {
+            if !e.to_string().contains("duplicate column") {
+                return Err(err(e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes the index `index` (its definition) and the counts of `table`:
+/// the end of a table's migration.
+pub(crate) fn finish(
+    sql: &SqlStorage,
+    index: &str,
+    table: &str,
+    tally: &str,
+) -> Result<(), McpError> {
+    sql.exec(&format!("CREATE INDEX IF NOT EXISTS {index}"), None)
+        .map_err(err)?;
+    create(sql, table, tally)
+}
+
 /// Whether `tally` exists (the marker that `create` ran for its table).
 pub(crate) fn exists(sql: &SqlStorage, tally: &str) -> Result<bool, McpError> {
     super::sql::run(
