@@ -89,6 +89,17 @@ pub trait IndexStore {
     fn newer(&self, _status: Status, _since_ms: u64) -> Result<u64, McpError> {
         Ok(0)
     }
+    /// How many tasks in `status` run `tool`, were started by
+    /// `principal` and changed at or before `until_ms` (each if given).
+    fn matched(
+        &self,
+        _status: Status,
+        _tool: Option<&str>,
+        _principal: Option<&str>,
+        _until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        Ok(0)
+    }
 }
 
 /// What an entry is listed by: its task's status, tool and last change
@@ -193,6 +204,25 @@ impl IndexStore for MemoryIndex {
         Ok((self.entries.borrow().values())
             .filter_map(listed_by)
             .filter(|(s, _, u)| *s == status && *u > since_ms)
+            .count() as u64)
+    }
+
+    fn matched(
+        &self,
+        status: Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        let entries = self.entries.borrow();
+        Ok((entries.values())
+            .filter_map(|e| e.summary.as_ref().filter(|_| listed_by(e).is_some()))
+            .filter(|c| {
+                c.status == status
+                    && tool.is_none_or(|t| c.tool == t)
+                    && principal.is_none_or(|p| c.principal == p)
+                    && until_ms.is_none_or(|u| c.updated_ms <= u)
+            })
             .count() as u64)
     }
 }

@@ -96,6 +96,11 @@ impl StoredCall {
             .map_or("", |i| i.tool.as_str())
     }
 
+    /// Who started it (`""`: nobody named, an open server).
+    pub fn principal(&self) -> &str {
+        self.journal.trail.as_ref().map_or("", |t| t.owner.as_str())
+    }
+
     /// Finished and still whole: what retention makes a tombstone.
     pub fn retained(&self) -> bool {
         self.status.is_final() && !self.tomb
@@ -148,6 +153,10 @@ pub struct CallRow {
     /// counts are kept by ([`crate::kept::page::Tally`]).
     #[serde(default)]
     pub tool: String,
+    /// `principal`: who started it (`""`: an open server, or a
+    /// tombstone): what a listing's `matched` counts by.
+    #[serde(default)]
+    pub principal: String,
 }
 
 impl CallRow {
@@ -183,6 +192,11 @@ impl CallRow {
                 String::new()
             } else {
                 call.tool().to_string()
+            },
+            principal: if call.tomb {
+                String::new()
+            } else {
+                call.principal().to_string()
             },
         };
         Ok((row, rows, manifest))
@@ -340,6 +354,18 @@ pub trait CallStore {
     /// How many calls in `status` changed after `since_ms` (a count of the
     /// index's entries, not of rows).
     fn newer(&self, _status: Status, _since_ms: u64) -> Result<u64, McpError> {
+        Ok(0)
+    }
+    /// How many calls in `status` run `tool` (if given), were started by
+    /// `principal` (if given) and changed at or before `until_ms` (if
+    /// given): a listing's `matched` where its counts do not say it.
+    fn matched(
+        &self,
+        _status: Status,
+        _tool: Option<&str>,
+        _principal: Option<&str>,
+        _until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
         Ok(0)
     }
 }
@@ -661,6 +687,24 @@ impl CallStore for MemoryStore {
             .range(from..)
             .take_while(|(w, _, _)| *w == word)
             .filter(|(_, u, _)| *u > since)
+            .count() as u64)
+    }
+
+    fn matched(
+        &self,
+        status: Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        let until = until_ms.map_or(i64::MAX, |m| i64::try_from(m).unwrap_or(i64::MAX));
+        Ok((self.rows.borrow().values())
+            .filter(|(r, _)| {
+                r.status == status.as_str()
+                    && tool.is_none_or(|t| r.tool == t)
+                    && principal.is_none_or(|p| r.principal == p)
+                    && r.updated_at <= until
+            })
             .count() as u64)
     }
 }

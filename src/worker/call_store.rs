@@ -44,6 +44,7 @@ impl Row {
             reply: self.reply,
             updated_at: self.updated_at as i64,
             tool: String::new(),
+            principal: String::new(),
         }
     }
 
@@ -112,10 +113,11 @@ impl<'a> SqliteStore<'a> {
         // without firing the delete trigger, and the counts would drift.
         self.sql
             .exec(
-                "INSERT INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at, tool) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version, \
+                "INSERT INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at, tool, principal) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version, \
                  status = excluded.status, claimed_at = excluded.claimed_at, journal = excluded.journal, \
-                 reply = excluded.reply, updated_at = excluded.updated_at, tool = excluded.tool",
+                 reply = excluded.reply, updated_at = excluded.updated_at, tool = excluded.tool, \
+                 principal = excluded.principal",
                 vec![
                     SqlStorageValue::from(id.to_string()),
                     SqlStorageValue::from(row.version),
@@ -125,6 +127,7 @@ impl<'a> SqliteStore<'a> {
                     reply,
                     SqlStorageValue::from(row.updated_at),
                     SqlStorageValue::from(row.tool),
+                    SqlStorageValue::from(row.principal),
                 ],
             )
             .map_err(storage_error)?;
@@ -151,7 +154,8 @@ impl<'a> SqliteStore<'a> {
                     journal TEXT NOT NULL,
                     reply TEXT,
                     updated_at INTEGER NOT NULL,
-                    tool TEXT NOT NULL DEFAULT '') WITHOUT ROWID",
+                    tool TEXT NOT NULL DEFAULT '',
+                    principal TEXT NOT NULL DEFAULT '') WITHOUT ROWID",
                 None,
             )
             .map_err(storage_error)?;
@@ -173,7 +177,10 @@ impl<'a> SqliteStore<'a> {
         super::tally::add_columns(
             &self.sql,
             "durable_calls",
-            &["tool TEXT NOT NULL DEFAULT ''"],
+            &[
+                "tool TEXT NOT NULL DEFAULT ''",
+                "principal TEXT NOT NULL DEFAULT ''",
+            ],
         )?;
         let rows = super::sql::rows::<Row>(
             &self.sql,
@@ -188,17 +195,22 @@ impl<'a> SqliteStore<'a> {
             // A row this release cannot read keeps its word: it is not
             // listed, as before.
             let Ok(call) = r.call() else { continue };
-            let tool = if call.tomb { "" } else { call.tool() };
+            let (tool, principal) = if call.tomb {
+                ("", "")
+            } else {
+                (call.tool(), call.principal())
+            };
             let now = crate::store::row_word(&call);
-            if tool.is_empty() && now == word {
+            if tool.is_empty() && principal.is_empty() && now == word {
                 continue;
             }
             self.sql
                 .exec(
-                    "UPDATE durable_calls SET status = ?, tool = ? WHERE id = ?",
+                    "UPDATE durable_calls SET status = ?, tool = ?, principal = ? WHERE id = ?",
                     vec![
                         SqlStorageValue::from(now.to_string()),
                         SqlStorageValue::from(tool.to_string()),
+                        SqlStorageValue::from(principal.to_string()),
                         SqlStorageValue::from(id),
                     ],
                 )
@@ -461,6 +473,25 @@ impl CallStore for SqliteStore<'_> {
                 SqlStorageValue::from(status.as_str().to_string()),
                 int(since_ms),
             ],
+        )
+    }
+
+    #[cfg(feature = "admin")]
+    fn matched(
+        &self,
+        status: kept::Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> std::result::Result<u64, McpError> {
+        if !self.listable()? {
+            return Ok(0);
+        }
+        super::tally::count(
+            &self.sql,
+            "SELECT count(*) AS n FROM durable_calls WHERE status = ? AND updated_at <= ? \
+             AND (? IS NULL OR tool = ?) AND (? IS NULL OR principal = ?)",
+            super::tally::matching(status, tool, principal, until_ms),
         )
     }
 }

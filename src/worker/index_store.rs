@@ -60,7 +60,8 @@ impl<'a> SqliteIndex<'a> {
                     entry TEXT NOT NULL,
                     status TEXT NOT NULL DEFAULT '',
                     tool TEXT NOT NULL DEFAULT '',
-                    updated INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID",
+                    updated INTEGER NOT NULL DEFAULT 0,
+                    principal TEXT NOT NULL DEFAULT '') WITHOUT ROWID",
                 None,
             )
             .map_err(storage_error)?;
@@ -88,6 +89,7 @@ impl<'a> SqliteIndex<'a> {
                 "status TEXT NOT NULL DEFAULT ''",
                 "tool TEXT NOT NULL DEFAULT ''",
                 "updated INTEGER NOT NULL DEFAULT 0",
+                "principal TEXT NOT NULL DEFAULT ''",
             ],
         )?;
         let rows =
@@ -98,16 +100,12 @@ impl<'a> SqliteIndex<'a> {
             let Ok(e) = serde_json::from_str::<IndexEntry>(&r.entry) else {
                 continue;
             };
-            let (status, tool, updated) = columns(&e);
+            let mut bind = columns(&e);
+            bind.push(SqlStorageValue::from(e.handle.clone()));
             self.sql
                 .exec(
-                    "UPDATE admin_index SET status = ?, tool = ?, updated = ? WHERE handle = ?",
-                    vec![
-                        status,
-                        tool,
-                        updated,
-                        SqlStorageValue::from(e.handle.clone()),
-                    ],
+                    "UPDATE admin_index SET status = ?, tool = ?, updated = ?, principal = ? WHERE handle = ?",
+                    bind,
                 )
                 .map_err(storage_error)?;
         }
@@ -140,13 +138,17 @@ impl<'a> SqliteIndex<'a> {
 
 /// An entry's status, tool and last change as its row's columns (a
 /// session's: none, never listed by them).
-fn columns(e: &IndexEntry) -> (SqlStorageValue, SqlStorageValue, SqlStorageValue) {
+fn columns(e: &IndexEntry) -> Vec<SqlStorageValue> {
     let (status, tool, updated) = listed_by(e).map_or(("", "", 0), |(s, t, u)| (s.as_str(), t, u));
-    (
+    let principal = (e.summary.as_ref())
+        .filter(|_| listed_by(e).is_some())
+        .map_or("", |s| s.principal.as_str());
+    vec![
         SqlStorageValue::from(status.to_string()),
         SqlStorageValue::from(tool.to_string()),
         int(updated),
-    )
+        SqlStorageValue::from(principal.to_string()),
+    ]
 }
 
 impl IndexStore for SqliteIndex<'_> {
@@ -155,21 +157,20 @@ impl IndexStore for SqliteIndex<'_> {
         match change {
             IndexChange::Put(e) => {
                 let entry = serde_json::to_string(e).map_err(storage_error)?;
-                let (status, tool, updated) = columns(e);
+                let mut bind = vec![
+                    SqlStorageValue::from(e.handle.clone()),
+                    SqlStorageValue::from(entry),
+                ];
+                bind.extend(columns(e));
                 // An upsert: a replace would delete the row without the
                 // delete trigger, and the counts would drift.
                 self.sql
                     .exec(
-                        "INSERT INTO admin_index (handle, entry, status, tool, updated) VALUES (?, ?, ?, ?, ?) \
-                         ON CONFLICT(handle) DO UPDATE SET entry = excluded.entry, status = excluded.status, \
-                         tool = excluded.tool, updated = excluded.updated",
-                        vec![
-                            SqlStorageValue::from(e.handle.clone()),
-                            SqlStorageValue::from(entry),
-                            status,
-                            tool,
-                            updated,
-                        ],
+                        "INSERT INTO admin_index (handle, entry, status, tool, updated, principal) \
+                         VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT(handle) DO UPDATE SET entry = excluded.entry, \
+                         status = excluded.status, tool = excluded.tool, updated = excluded.updated, \
+                         principal = excluded.principal",
+                        bind,
                     )
                     .map(|_| ())
                     .map_err(storage_error)
@@ -313,6 +314,25 @@ impl IndexStore for SqliteIndex<'_> {
                 SqlStorageValue::from(status.as_str().to_string()),
                 int(since_ms),
             ],
+        )
+    }
+
+    #[cfg(feature = "admin")]
+    fn matched(
+        &self,
+        status: Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        if !self.readable()? {
+            return Ok(0);
+        }
+        super::tally::count(
+            &self.sql,
+            "SELECT count(*) AS n FROM admin_index WHERE status = ? AND updated <= ? \
+             AND (? IS NULL OR tool = ?) AND (? IS NULL OR principal = ?)",
+            super::tally::matching(status, tool, principal, until_ms),
         )
     }
 

@@ -138,6 +138,28 @@ fn number(v: &Value) -> u64 {
     v.as_f64().map_or(0, |x| x.max(0.0) as u64)
 }
 
+/// The bindings of a count of the rows in `status` changed at or before
+/// `until_ms`, of `tool` and `principal` (each `NULL`, twice: any).
+#[cfg(feature = "admin")]
+pub(crate) fn matching(
+    status: Status,
+    tool: Option<&str>,
+    principal: Option<&str>,
+    until_ms: Option<u64>,
+) -> Vec<worker::SqlStorageValue> {
+    use worker::SqlStorageValue as V;
+    let text = |t: Option<&str>| t.map_or(V::Null, |t| V::from(t.to_string()));
+    let until = i64::try_from(until_ms.unwrap_or(u64::MAX)).unwrap_or(i64::MAX);
+    vec![
+        V::from(status.as_str().to_string()),
+        V::from(until),
+        text(tool),
+        text(tool),
+        text(principal),
+        text(principal),
+    ]
+}
+
 /// The number `query` counts (`SELECT count(*) AS n …`; 0 without a table).
 #[cfg(feature = "admin")]
 pub(crate) fn count(

@@ -141,9 +141,9 @@ function seed() {
   // One shard and the hub as an earlier release left them: no counts, no
   // index, no columns to list by, and rows in the older status words. The
   // first request that lists them brings them up to date.
-  olderRelease(shardFiles[1], 'durable_calls', 'durable_tally', 'durable_calls_by_status', ['tool'],
+  olderRelease(shardFiles[1], 'durable_calls', 'durable_tally', 'durable_calls_by_status', ['tool', 'principal'],
     "UPDATE durable_calls SET status = 'awaiting_input' WHERE id IN (SELECT id FROM durable_calls WHERE status = 'waiting' LIMIT 100)");
-  olderRelease(hubFile, 'admin_index', 'admin_tally', 'admin_index_by_status', ['status', 'tool', 'updated']);
+  olderRelease(hubFile, 'admin_index', 'admin_tally', 'admin_index_by_status', ['status', 'tool', 'updated', 'principal']);
   return { shardFile: shardFiles[0] };
 }
 

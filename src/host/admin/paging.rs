@@ -113,31 +113,31 @@ fn newer(
     Ok(out)
 }
 
-/// How many calls in the statuses asked changed at or before `until_ms`
-/// (`olderThan`): their counts less those changed since, on the index.
-fn older(
+/// How many of a keeper's calls pass the filter, counted on its rows
+/// where its counts by tool and status do not say (a principal, or an
+/// age: `olderThan`); `None`: they say.
+fn counted(
     a: &Asked,
-    tally: &Tally,
-    count: impl Fn(Status, u64) -> Result<u64, McpError>,
+    count: impl Fn(Status, Option<&str>, Option<&str>, Option<u64>) -> Result<u64, McpError>,
 ) -> Result<Option<u64>, McpError> {
-    let Some(until) = a.until_ms else {
+    if a.filter.principal.is_none() && a.until_ms.is_none() {
         return Ok(None);
-    };
+    }
+    let (tool, principal) = (a.filter.tool.as_deref(), a.filter.principal.as_deref());
     let mut n = 0;
     for &s in &a.statuses {
-        let all: u64 = tally.values().map(|t| t[page::slot(s)]).sum();
-        n += all.saturating_sub(count(s, until)?);
+        n += count(s, tool, principal, a.until_ms)?;
     }
     Ok(Some(n))
 }
 
-fn answer(part: Part, tally: &Tally, newer: [u64; 3], older: Option<u64>) -> Value {
+fn answer(part: Part, tally: &Tally, newer: [u64; 3], counted: Option<u64>) -> Value {
     json!({
         "rows": part.rows,
         "at": part.at.map(|k| json!([k.updated_ms, k.id])),
         "tally": tally,
         "newer": newer,
-        "older": older,
+        "matched": counted,
     })
 }
 
@@ -176,8 +176,8 @@ pub(super) fn shard(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value
     };
     let newer = newer(now_ms, |s, since| stores.call.newer(s, since))?;
     let tally = stores.call.tally()?;
-    let older = older(a, &tally, |s, since| stores.call.newer(s, since))?;
-    Ok(answer(part, &tally, newer, older))
+    let counted = counted(a, |s, t, p, u| stores.call.matched(s, t, p, u))?;
+    Ok(answer(part, &tally, newer, counted))
 }
 
 /// The hub's page of the tasks its index holds, and their counts.
@@ -200,8 +200,8 @@ pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value
     };
     let newer = newer(now_ms, |s, since| stores.index.newer(s, since))?;
     let tally = stores.index.tally()?;
-    let older = older(a, &tally, |s, since| stores.index.newer(s, since))?;
-    Ok(answer(part, &tally, newer, older))
+    let counted = counted(a, |s, t, p, u| stores.index.matched(s, t, p, u))?;
+    Ok(answer(part, &tally, newer, counted))
 }
 
 /// An API listing's pages and counts, as the keepers answer.
@@ -217,9 +217,9 @@ impl Pages {
     /// Adds a keeper's answer (`kind`: what it keeps; a kind `filter`
     /// leaves out adds its counts alone).
     pub(super) fn add(&mut self, v: &mut Value, kind: Kind, filter: &Filter) {
-        let (part, tally, newer, older) = part_of(v);
+        let (part, tally, newer, counted) = part_of(v);
         if filter.kind.is_none_or(|k| k == kind) {
-            self.matched += matched(&tally, older, filter);
+            self.matched += matched(&tally, counted, filter);
         }
         page::add(&mut self.tally, &tally);
         for (a, b) in self.newer.iter_mut().zip(newer) {
@@ -263,7 +263,7 @@ impl Pages {
 
 /// A keeper's answer to a page, read back: its part, its counts, its
 /// paused calls changed within each younger age, and how many of its
-/// calls in the statuses asked are older than asked (`olderThan`).
+/// calls pass the filter when its counts do not say.
 fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
     let rows: Vec<CallSummary> = serde_json::from_value(v["rows"].take()).unwrap_or_default();
     let at = v["at"].as_array().and_then(|a| match a.as_slice() {
@@ -275,22 +275,22 @@ fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
     });
     let tally: Tally = serde_json::from_value(v["tally"].take()).unwrap_or_default();
     let newer: [u64; 3] = serde_json::from_value(v["newer"].take()).unwrap_or_default();
-    let older = v["older"].as_u64();
-    (Part { rows, at }, tally, newer, older)
+    let counted = v["matched"].as_u64();
+    (Part { rows, at }, tally, newer, counted)
 }
 
-/// How many of a keeper's calls pass `filter`, from its counts by
-/// status and tool and (`older`) its count of those older than asked:
-/// exact but for a principal, or a tool and an age together (then the
-/// smaller of the two counts, which every passing call is in).
-fn matched(tally: &Tally, older: Option<u64>, filter: &Filter) -> usize {
+/// How many of a keeper's calls pass `filter`: as it counted them
+/// (`counted`), or from its counts by status and tool.
+fn matched(tally: &Tally, counted: Option<u64>, filter: &Filter) -> usize {
+    if let Some(n) = counted {
+        return n as usize;
+    }
     let statuses = page::statuses(&filter.status);
-    let by_tool = tally
+    tally
         .iter()
         .filter(|(tool, _)| filter.tool.as_ref().is_none_or(|t| t == *tool))
         .map(|(_, n)| statuses.iter().map(|s| n[page::slot(*s)]).sum::<u64>())
-        .sum::<u64>();
-    older.map_or(by_tool, |o| o.min(by_tool)) as usize
+        .sum::<u64>() as usize
 }
 
 /// A listing's counts from the keepers' summed counts and paused calls
