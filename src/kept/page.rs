@@ -76,7 +76,7 @@ pub fn statuses(asked: &[Status]) -> Vec<Status> {
 
 /// How many rows a keeper reads for one page before it answers with what
 /// it has (a filter on a tool or a principal may pass few of them).
-pub const SCAN_BUDGET: usize = 2_000;
+pub const SCAN_BUDGET: usize = 500;
 
 /// One keeper's page: for each status, rows after `after` (and changed at
 /// or before `until_ms`) read through `fetch(status, after, n)` in batches
