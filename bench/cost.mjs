@@ -36,7 +36,7 @@ export function cpuMs(pid) {
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** A paused MRTR call: the first round, then its retry with the answers. */
-async function mrtr(c, base, name, args, answers) {
+export async function mrtr(c, base, name, args, answers) {
   let r = await c.send(base, modernReq(name, args));
   for (const answer of answers) {
     const state = r.json?.result?.requestState;
@@ -47,7 +47,7 @@ async function mrtr(c, base, name, args, answers) {
 }
 
 /** A task that asks once (`confirm_delete`), polled at its pollIntervalMs as a client would. */
-async function task(c, base) {
+export async function task(c, base) {
   const created = await c.send(base, modernReq('confirm_delete', { filename: 'f' }, { _meta: TASKS_META }));
   let t = created.json?.result;
   if (!t?.taskId) throw new Error(`no task: ${created.text.slice(0, 300)}`);
@@ -67,7 +67,7 @@ async function task(c, base) {
 const SESSION_HEADERS = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
 
 /** A 2025-11-25 session (initialize, initialized): its headers. */
-async function openSession(c, base) {
+export async function openSession(c, base) {
   const r = await c.send(base, { headers: SESSION_HEADERS, body: JSON.stringify({ jsonrpc: '2.0', id: 0, method: 'initialize',
     params: { protocolVersion: '2025-11-25', capabilities: { elicitation: {} }, clientInfo: { name: 'bench', version: '1' } } }) });
   const headers = { ...SESSION_HEADERS, 'mcp-session-id': r.headers['mcp-session-id'], 'mcp-protocol-version': '2025-11-25' };
@@ -80,7 +80,7 @@ async function openSession(c, base) {
  * eventId)` for each message; resolves when the stream ends (a JSON
  * answer is one message).
  */
-function stream(base, req, onMessage) {
+export function stream(base, req, onMessage) {
   return new Promise((resolve, reject) => {
     const url = new URL('/mcp', base);
     const body = req.body ?? '';
@@ -125,7 +125,7 @@ function stream(base, req, onMessage) {
  * on the same stream (the peer holds it open), or on a GET with
  * `Last-Event-ID` after the server closed it (ours: SEP-1699 polling).
  */
-async function sessionCall(c, base, headers, name, answer, n) {
+export async function sessionCall(c, base, headers, name, answer, n) {
   let result;
   const answers = [];
   const onMessage = (m) => {

@@ -18,7 +18,7 @@
 // (200: the offered rate of the fixed-rate latency pass), BENCH_FIXED (a regex:
 // the lanes of that pass, instead of the targets' and the ceiling), BENCH_DOCS=1,
 // BENCH_SUITES (which passes run, comma-separated: throughput, cold, many,
-// cost, growth, limits; all by default, only throughput when BENCH_ONLY is set),
+// cost, growth, limits, scale; all by default, only throughput when BENCH_ONLY is set),
 // BENCH_EXTRA_BUNDLE (`<dir>=<name>[,…]`: a prebuilt fixtures bundle, e.g. an
 // older commit's `wrangler deploy --dry-run --outdir <dir>`, served as worker
 // `<name>` beside the others, with the durable and MRTR round trips run
@@ -37,6 +37,7 @@ import { manyAtOnce } from './many.mjs';
 import { costPerCall } from './cost.mjs';
 import { growth } from './growth.mjs';
 import { limitsPass } from './limits.mjs';
+import { scalePass } from './scale.mjs';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 8);
 // The fixed-rate pass runs in interleaved rounds too; its p50 and p99 are of
@@ -49,7 +50,7 @@ const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 16);
 const ONLY = process.env.BENCH_ONLY ? new RegExp(process.env.BENCH_ONLY) : null;
 /** The admin token of `fixtures-admin` (principal `ops`). */
 const ADMIN_TOKEN = 'bench-admin-token-0123456789';
-const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost,growth,limits')).split(',').map((s) => s.trim()));
+const SUITES = new Set((process.env.BENCH_SUITES ?? (ONLY ? 'throughput' : 'throughput,cold,many,cost,growth,limits,scale')).split(',').map((s) => s.trim()));
 
 /** The workers, each bundled from its own directory and config. */
 const WORKERS = [
@@ -476,6 +477,7 @@ async function main() {
     }
     if (SUITES.has('growth')) report.growth = await growth(workers);
     if (SUITES.has('limits')) report.limits = await limitsPass(workers);
+    if (SUITES.has('scale')) report.scale = await scalePass(workers);
   } finally {
     issuer.stop();
   }

@@ -25,11 +25,12 @@ pub struct Reply {
 /// Something the host does for the core.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Effect {
-    /// A list changed: tell the listen hub (the object named `hub`, with the
-    /// request `host::hub_broadcast` builds).
+    /// A list changed: tell every listen hub (the requests
+    /// `host::announce` builds).
     ListChanged(ListKind),
-    /// A task changed: tell the listen hub, for the streams that asked for
-    /// this task (`notifications/tasks`).
+    /// A task changed: tell the hubs holding a stream that asked for this
+    /// task (`notifications/tasks`; none: no request), and the admin
+    /// index (`host::announce`).
     TaskChanged(TaskChange),
     /// Hub only: keep this response open as a `subscriptions/listen` stream
     /// and remember what it listens for.
@@ -60,6 +61,26 @@ pub enum Effect {
     /// task's first slice), and hand its answer to `host::admitted` in
     /// this object.
     Admit(crate::limits::Admission),
+    /// Hub only, after [`Effect::Listen`]: tell each task the stream named
+    /// that this hub listens for it (the requests `host::watch_requests`
+    /// builds), before the stream's first frame goes: a task tells only
+    /// the hubs that asked.
+    Watch(Watch),
+}
+
+/// The most tasks one listen stream names: each is told, with a request
+/// from the hub, when the stream opens.
+pub const MAX_LISTENED_TASKS: usize = 64;
+
+/// A listen stream's tasks, to be told which hub holds it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Watch {
+    /// The hub object holding the stream.
+    pub hub: String,
+    /// Whose stream it is: a task owned by anyone else ignores it.
+    pub principal: String,
+    /// The tasks it named.
+    pub task_ids: Vec<String>,
 }
 
 impl Effect {
@@ -118,14 +139,18 @@ impl Changes {
             match e {
                 Effect::ListChanged(k) => c.lists.push(*k),
                 Effect::TaskChanged(t) => {
-                    // The summary travels once, in the index's entry.
+                    // The summary travels once, in the index's entry; a
+                    // change without one (the status the index has) is
+                    // not the index's.
                     let mut t = t.clone();
-                    c.index.push(IndexChange::Put(IndexEntry {
-                        handle: crate::kept::summary::task_id(&t.task_id),
-                        object: format!("task:{}", t.task_id),
-                        kind: crate::kept::Kind::Task,
-                        summary: t.summary.take().map(|s| *s),
-                    }));
+                    if let Some(summary) = t.summary.take() {
+                        c.index.push(IndexChange::Put(IndexEntry {
+                            handle: crate::kept::summary::task_id(&t.task_id),
+                            object: format!("task:{}", t.task_id),
+                            kind: crate::kept::Kind::Task,
+                            summary: Some(*summary),
+                        }));
+                    }
                     c.tasks.push(t);
                 }
                 Effect::Indexed(i) => c.index.push(i.clone()),

@@ -48,6 +48,16 @@ pub enum IndexChange {
     Remove(String),
 }
 
+impl IndexChange {
+    /// The handle of the entry it changes.
+    pub fn handle(&self) -> &str {
+        match self {
+            Self::Put(e) => &e.handle,
+            Self::Remove(h) => h,
+        }
+    }
+}
+
 /// The index's storage (the hub object's SQLite in the Worker).
 pub trait IndexStore {
     /// Applies a change.

@@ -54,6 +54,9 @@ pub struct TestObject {
     pub meter: crate::limits::MemoryMeter,
     /// When its alarm fires next (ms since the epoch).
     pub alarm_at: Option<u64>,
+    /// How the host opened it ([`host::placement`]): the location hint and
+    /// the jurisdiction's namespace, as the Worker passes them to the stub.
+    pub placement: host::Placement,
 }
 
 impl TestObject {
@@ -108,6 +111,9 @@ pub struct TestServer {
     pub hub_frames: Vec<Value>,
     /// Object requests and alarms so far (see [`TestServer::cost`]).
     requests: Cost,
+    /// Requests (alarms included) each object received, by its name: how
+    /// the load spreads over the objects (a hot one shows here).
+    pub per_object: BTreeMap<String, u64>,
     /// Rows written by objects since deleted.
     gone_writes: u64,
     /// Checks OAuth token signatures (a [`TestKeys`] unless replaced).
@@ -118,6 +124,10 @@ pub struct TestServer {
     /// What a wrapping `@cloudflare/workers-oauth-provider` hands the
     /// Worker as `ctx.props` (JSON), in `OAUTH_WRAPPER` mode.
     pub props: Option<String>,
+    /// The caller's continent as `request.cf.continent` says it (`"EU"`,
+    /// `"NA"`, …) for the requests sent from now on; `None`: no `cf`, as in
+    /// local development.
+    pub cf_continent: Option<String>,
     /// The log lines the server wrote (each round's line and span), oldest
     /// first, as the Worker writes them to the console.
     pub logs: Vec<String>,
@@ -234,9 +244,11 @@ impl TestServer {
             listener_hubs: Vec::new(),
             hub_frames: Vec::new(),
             requests: Cost::default(),
+            per_object: BTreeMap::new(),
             gone_writes: 0,
             verifier: Box::new(TestKeys::default()),
             props: None,
+            cf_continent: None,
             seen: Default::default(),
             logs: Vec::new(),
             row_limit: None,
@@ -257,6 +269,7 @@ impl TestServer {
         let env = Env {
             now_ms: self.now_ms,
             random: [0; 16],
+            continent: None,
         };
         for (name, req) in host::meter_notes(self.server.take_notes()) {
             let _ = self.in_object(&name, &req, &env);
@@ -273,6 +286,7 @@ impl TestServer {
         let env = Env {
             now_ms: self.now_ms,
             random: [self.next_random; 16],
+            continent: self.continent(),
         };
         self.live = None;
         self.refresh_paused(&env);
@@ -387,6 +401,7 @@ impl TestServer {
         let env = Env {
             now_ms: self.now_ms,
             random: [0; 16],
+            continent: None,
         };
         self.refresh_paused(&env);
         let due: Vec<String> = self
@@ -401,6 +416,7 @@ impl TestServer {
             };
             o.alarm_at = None;
             self.requests.object_requests += 1;
+            *self.per_object.entry(name.clone()).or_default() += 1;
             let o = &self.objects[&name];
             let stores = o.stores();
             let effects =
@@ -420,11 +436,22 @@ impl TestServer {
         }
     }
 
+    /// [`TestServer::cf_continent`] as the Worker reads it.
+    fn continent(&self) -> Option<[u8; 2]> {
+        crate::server::continent_code(self.cf_continent.as_deref()?.as_bytes())
+    }
+
     fn in_object(&mut self, name: &str, req: &HttpRequest, env: &Env) -> Reply {
         self.requests.object_requests += 1;
+        *self.per_object.entry(name.to_string()).or_default() += 1;
         let limit = self.row_limit;
+        // Opened the way the Worker opens its stub.
+        let placement = host::placement(name);
         let object = self.objects.entry(name.to_string()).or_insert_with(|| {
-            let o = TestObject::default();
+            let o = TestObject {
+                placement,
+                ..TestObject::default()
+            };
             if let Some(bytes) = limit {
                 o.call.limit_rows(bytes);
                 o.task.limit_rows(bytes);
@@ -451,9 +478,14 @@ impl TestServer {
             let env = Env {
                 now_ms: self.now_ms,
                 random: [0; 16],
+                continent: None,
             };
+            let watchers = object
+                .and_then(|n| self.objects.get(n))
+                .map(|o| host::watchers_for(effects, &o.task))
+                .unwrap_or_default();
             // The hubs' answers (204) go nowhere, as in the Worker.
-            for (name, req) in host::hub_broadcast(&self.server, &changed) {
+            for (name, req) in host::announce(&self.server, &changed, &watchers) {
                 let _ = self.in_object(&name, &req, &env);
             }
         }
@@ -464,6 +496,7 @@ impl TestServer {
                     let env = Env {
                         now_ms: self.now_ms,
                         random: [0; 16],
+                        continent: None,
                     };
                     let (meter, req) = host::admission_request(a);
                     let answer = self.in_object(&meter, &req, &env).response;
@@ -476,6 +509,16 @@ impl TestServer {
                     let effects = block_on(host::admitted(&self.server, &stores, a, &answer, now))
                         .unwrap_or_default();
                     self.apply(object, &effects);
+                }
+                Effect::Watch(w) => {
+                    let env = Env {
+                        now_ms: self.now_ms,
+                        random: [0; 16],
+                        continent: None,
+                    };
+                    for (name, req) in host::watch_requests(w) {
+                        let _ = self.in_object(&name, &req, &env);
+                    }
                 }
                 Effect::Listen(l) => {
                     self.listeners.push(l.clone());

@@ -20,16 +20,28 @@
 // - the wall time objects spent on requests (billed as duration), as
 //   `Date.now()` sees it: in workerd it moves only when I/O completes.
 //
+// - the Durable Object requests (alarms included) each object received,
+//   by the name it was reached by (`byObject`: bench/scale.mjs, how the
+//   load spreads over the objects and which one is hot).
+//
 // `GET /__meter` answers the counts as JSON; `POST /__meter/reset` zeroes them.
 
 const counts = {};
 let lateness = [];
+/** Requests by object name. */
+let byObject = {};
 function reset() {
   Object.assign(counts, { workerRequests: 0, objectRequests: 0, alarmsFired: 0, alarmsSet: 0, rowsRead: 0, rowsWritten: 0,
     kvRowsRead: 0, kvRowsWritten: 0, deleteAll: 0, objectWallMs: 0, bytesWritten: 0 });
   lateness = [];
+  byObject = {};
 }
 reset();
+
+/** Object names by id (`String(id)`), as the ids were made from them. */
+const names = new Map();
+const nameOf = (id) => names.get(String(id)) ?? String(id);
+const countFor = (name) => { byObject[name] = (byObject[name] ?? 0) + 1; };
 
 /** When each object's alarm is due, by object id (as last set). */
 const due = new Map();
@@ -38,7 +50,7 @@ const due = new Map();
 function meterAnswer(request) {
   if (!request.url.includes('/__meter')) return null;
   if (request.method === 'POST') reset();
-  return Response.json({ ...counts, lateness });
+  return Response.json({ ...counts, lateness, byObject });
 }
 
 /**
@@ -53,14 +65,14 @@ const bound = (target, key) => {
 };
 
 const stubs = new WeakMap();
-/** A stub whose every method call counts as one Durable Object request. */
-function meterStub(stub) {
+/** A stub (of object `name`) whose every method call counts as one Durable Object request. */
+function meterStub(stub, name) {
   if (!stubs.has(stub)) {
     stubs.set(stub, new Proxy(stub, {
       get(t, k) {
         const v = Reflect.get(t, k);
         if (typeof v !== 'function') return v;
-        return (...args) => { counts.objectRequests += 1; return Reflect.apply(v, t, args); };
+        return (...args) => { counts.objectRequests += 1; countFor(name); return Reflect.apply(v, t, args); };
       },
     }));
   }
@@ -71,7 +83,12 @@ const isNamespace = (v) => v && typeof v === 'object' && typeof v.idFromName ===
 function meterNamespace(ns) {
   return new Proxy(ns, {
     get(t, k) {
-      if (k === 'get' || k === 'getByName') return (...args) => meterStub(t[k](...args));
+      if (k === 'get') return (id, ...rest) => meterStub(t.get(id, ...rest), nameOf(id));
+      if (k === 'getByName') return (name, ...rest) => meterStub(t.getByName(name, ...rest), name);
+      if (k === 'jurisdiction') return (...args) => meterNamespace(t.jurisdiction(...args));
+      if (k === 'idFromName') {
+        return (name) => { const id = t.idFromName(name); names.set(String(id), name); return id; };
+      }
       return bound(t, k);
     },
   });
@@ -207,6 +224,7 @@ export function meterObject(Inner) {
       const start = Date.now();
       counts.alarmsFired += 1;
       counts.objectRequests += 1;
+      countFor(nameOf(this.meterId));
       const at = due.get(this.meterId);
       if (at !== undefined) {
         lateness.push(start - at);

@@ -1,7 +1,7 @@
 //! Hosting the server on Durable Objects, sans-IO: a request's way in and
 //! which object serves it ([`Inbound`]), what an object does with a
 //! request ([`handle_in_object`]) and with its alarm ([`alarm`]), and how
-//! list changes reach the listen hub ([`hub_broadcast`]).
+//! changes reach the listen hubs that listen for them ([`announce`]).
 //!
 //! The Worker glue (`worker/`) and the test harness (`testing`)
 //! both call these and apply the effects they return the same way; neither
@@ -15,13 +15,18 @@
 //! - `auth.rs`: who is calling, decided before routing: adapts the host's
 //!   credentials (OAuth, the wrapper's props) to `crate::auth`.
 //! - `route.rs`: where a request is served; the internal headers objects read.
+//! - `place.rs`: where a durable call's shard lives: the caller's region,
+//!   the shard, the location hint and jurisdiction its object is opened with.
 //! - `object.rs`: a request inside an object (a call, a session, the hub); alarms.
+//! - `announce.rs`: who hears of a change: every hub of a list's, the hubs
+//!   a task was told listen of a task's; a task told so.
 //! - `meter.rs`: limits where a request comes in: which requests ask their
 //!   principal's meter, and a meter's object serving it.
 //! - `page.rs`: pages beside `/mcp`, and a page's completion of a URL-mode
 //!   elicitation in the object that keeps the call.
 
 pub mod admin;
+mod announce;
 mod auth;
 mod cors;
 mod inbound;
@@ -30,12 +35,17 @@ mod meter;
 mod object;
 mod outside;
 pub mod page;
+mod place;
 mod route;
 
+pub use announce::{
+    announce, index_shard, index_shards, watch_requests, watchers_for, INDEX_SHARDS,
+};
 pub use cors::apply as apply_cors;
 pub use inbound::{Inbound, Step};
 pub use meter::{admission_request, admitted, meter_notes};
-pub use object::{alarm, handle_in_object, hub_broadcast};
+pub use object::{alarm, handle_in_object};
+pub use place::{placement, Placement};
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
 

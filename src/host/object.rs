@@ -1,12 +1,14 @@
-//! Inside a Durable Object. One class serves three kinds of instance, told
+//! Inside a Durable Object. One class serves every kind of instance, told
 //! apart by the internal header the Worker set ([`super::route`]):
 //!
 //! - `calls:<n>`: the durable calls of shard `n` (their journals, claims,
 //!   idle TTL); `call:<id>`, one call, when calls are not sharded;
 //! - `task:<id>`: one task (its journal and status; its alarm runs it);
 //! - `session:<id>`: one 2025-11-25 session (its calls and event log);
-//! - `hub`: every `subscriptions/listen` stream, and the fan-out of list
-//!   changes to them.
+//! - `hub` (`hub:<n>`): `subscriptions/listen` streams, and the fan-out
+//!   of the changes they listen for to them; the tools an operator paused;
+//! - `index:<n>`: a shard of the operator's index of tasks and sessions;
+//! - `meter:<digest>`: one principal's limits.
 
 use super::route::{
     CALL_ID_HEADER, ELICITATION_HEADER, HUB_HEADER, SESSION_ID_HEADER, SESSION_NEW_HEADER,
@@ -55,9 +57,20 @@ async fn handle(server: &Server, req: &HttpRequest, env: &Env, stores: &Stores<'
         return super::meter::serve(stores.meter, req, env.now_ms);
     }
     match req.header(HUB_HEADER) {
-        Some("listen") => return server.serve(req, env, Place::Worker, None, None).await,
         Some("broadcast") => return broadcast_here(req, stores),
+        // `listen <this hub's name>`: its streams' tasks are told the name.
+        Some(v) if v.starts_with("listen") => {
+            let hub = v.trim_start_matches("listen").trim().to_string();
+            let mut reply = server.serve(req, env, Place::Worker, None, None).await;
+            super::announce::listening(&mut reply, &hub);
+            return reply;
+        }
         _ => {}
+    }
+    if let Some(hub) = req.header(super::route::WATCH_HEADER) {
+        if super::announce::is_hub(server, hub) {
+            return super::announce::watch(stores.task, hub, req);
+        }
     }
     serve_kept(server, req, env, stores).await
 }
@@ -70,7 +83,7 @@ fn broadcast_here(req: &HttpRequest, stores: &Stores<'_>) -> Reply {
         .ok()
         .and_then(|t| serde_json::from_str(t).ok())
         .unwrap_or_default();
-    // The first shard keeps the admin index (only it is sent any).
+    // An index shard keeps the admin index's changes sent to it.
     for change in std::mem::take(&mut changes.index) {
         if let Err(e) = stores.index.apply(&change) {
             return Reply::new(error_response(&e, None));
@@ -190,35 +203,4 @@ fn calls_alarm(server: &Server, stores: &Stores<'_>, now_ms: u64) -> Result<Vec<
         // Alarms are at-least-once: deleting what is already gone is fine.
         None => Ok(vec![Effect::DeleteStorage]),
     }
-}
-
-/// The requests that tell the listen hub what changed, one per shard
-/// (`LISTEN_SHARDS`), so each fans it out to its streams.
-pub fn hub_broadcast(server: &Server, changes: &Changes) -> Vec<(String, HttpRequest)> {
-    let body = serde_json::to_vec(changes).unwrap_or_default();
-    let shards = server.config.listen_shards.max(1);
-    // Only the first shard keeps the admin index: the others are sent the
-    // changes without it.
-    let rest = if changes.index.is_empty() || shards == 1 {
-        body.clone()
-    } else {
-        let mut c = changes.clone();
-        c.index.clear();
-        serde_json::to_vec(&c).unwrap_or_default()
-    };
-    (0..shards)
-        .map(|shard| {
-            let req = HttpRequest {
-                method: "POST".into(),
-                path: "/mcp".into(),
-                headers: vec![(HUB_HEADER.to_string(), "broadcast".to_string())],
-                body: if shard == 0 {
-                    body.clone()
-                } else {
-                    rest.clone()
-                },
-            };
-            (super::route::hub_name(shard, shards), req)
-        })
-        .collect()
 }

@@ -3,9 +3,10 @@
 //! - A 2025-11-25 session lives in the object named by its `Mcp-Session-Id`;
 //!   a session-era `initialize` mints the id.
 //! - Calls of durable tools live in the object their call id names: a new
-//!   call gets a fresh id, led by one of `CALL_SHARDS` shards drawn at
-//!   random (`calls:<n>` holds that shard's calls; unsharded, `call:<id>`
-//!   holds one); a retry carries the id inside the (MAC-verified) state.
+//!   call gets a fresh id, led by a shard of its caller's region drawn at
+//!   random (`calls:<place><n>`, or `calls:<n>` for no region, holds that
+//!   shard's calls: `place.rs`; unsharded, `call:<id>` holds one); a retry
+//!   carries the id inside the (MAC-verified) state.
 //! - A task lives in an object named by its task id: `tasks/*` go there by
 //!   `taskId`; a `tools/call` of a task tool that declares the tasks
 //!   extension goes to a fresh one (the body decides whether it becomes a
@@ -26,7 +27,9 @@ use crate::protocol::versions::{
 };
 use crate::protocol::{parse_message, ClientRequest, Message, Method, Request};
 use crate::server::Parsed;
-use crate::server::{is_call_id_shape, new_call_id, Env, Place, Server};
+use crate::server::{new_call_id, Env, Place, Server};
+
+use super::place::{call_object_name, new_durable_call_id};
 use crate::token;
 
 /// The name prefix of the objects holding the `subscriptions/listen`
@@ -55,9 +58,11 @@ pub(super) const TASK_ID_HEADER: &str = "x-durable-mcp-task-id";
 pub(super) const ELICITATION_HEADER: &str = "x-durable-mcp-elicitation";
 /// Set when the Worker minted the session id for an `initialize`.
 pub(super) const SESSION_NEW_HEADER: &str = "x-durable-mcp-session-new";
-/// `listen` or `broadcast`, on requests to the hub.
+/// On a request telling a task which hub listens for it: the hub's name.
+pub(super) const WATCH_HEADER: &str = "x-durable-mcp-watch";
+/// `listen <the hub's name>` or `broadcast`, on requests to a hub.
 pub(super) const HUB_HEADER: &str = "x-durable-mcp-hub";
-const INTERNAL_HEADERS: [&str; 11] = [
+const INTERNAL_HEADERS: [&str; 12] = [
     super::admin::object::ADMIN_HEADER,
     super::meter::METER_HEADER,
     super::meter::LEASE_HEADER,
@@ -68,6 +73,7 @@ const INTERNAL_HEADERS: [&str; 11] = [
     SESSION_NEW_HEADER,
     HUB_HEADER,
     TASK_ID_HEADER,
+    WATCH_HEADER,
     crate::auth::CALLER_HEADER,
 ];
 
@@ -252,15 +258,16 @@ fn object_for(
     let msg = msg?;
     let method = msg.kind?;
     if method == Method::SubscriptionsListen {
-        // Streams spread over the shards; a change goes to every shard.
+        // Streams spread over the shards; a list's change goes to every
+        // shard, a task's only to the shards whose streams named it.
         let shards = server.config.listen_shards.max(1);
         let shard =
             u32::from_le_bytes([env.random[0], env.random[1], env.random[2], env.random[3]])
                 % shards;
-        return Some((
-            hub_name(shard, shards),
-            vec![(HUB_HEADER, "listen".to_string())],
-        ));
+        let hub = hub_name(shard, shards);
+        // The hub learns its own name: the tasks a stream names are told it.
+        let value = format!("listen {hub}");
+        return Some((hub, vec![(HUB_HEADER, value)]));
     }
     // A session-era `initialize` (no 2026 `_meta`) starts a session.
     let modern = crate::server::has_modern_meta(msg);
@@ -308,7 +315,7 @@ fn object_for(
     // served here, where it gets its error, and opens none. (The call's
     // object opens it again, in full, with its binding.)
     let call_id = match state {
-        None => new_durable_call_id(server.config.call_shards, env),
+        None => new_durable_call_id(&server.config, env),
         Some(s) => token::durable_call_id(&server.config.keys, s, env.now_ms)?,
     };
     Some((call_object_name(&call_id), vec![(CALL_ID_HEADER, call_id)]))
@@ -345,48 +352,6 @@ fn page_object(
         }
     };
     Some((name, internal))
-}
-
-/// A new durable call's id: fresh randomness, led by the shard it lives in
-/// when calls are sharded (`s<n>-<hex>`), so that the id alone names its
-/// object whatever `CALL_SHARDS` says later.
-fn new_durable_call_id(shards: u32, env: &Env) -> String {
-    let id = new_call_id(env);
-    if shards == 0 {
-        return id;
-    }
-    let r = &env.random;
-    let shard = u32::from_le_bytes([r[0], r[1], r[2], r[3]]) % shards;
-    format!("s{shard}-{id}")
-}
-
-/// Whether `id` is a durable call id this server could have made: 32
-/// lowercase hex digits, led by `s<n>-` for a shard `n` under `shards`
-/// when calls are sharded. Checked before an id an operator names (not
-/// one a verified token carries) names an object: any other would make
-/// one.
-pub(crate) fn is_call_id(id: &str, shards: u32) -> bool {
-    match id.strip_prefix('s').and_then(|rest| rest.split_once('-')) {
-        Some((n, h)) => {
-            let digits = !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit());
-            digits && n.parse::<u32>().is_ok_and(|n| n < shards) && is_call_id_shape(h)
-        }
-        None => is_call_id_shape(id),
-    }
-}
-
-/// The object holding durable call `id`: its shard's (`calls:<n>`), or its
-/// own (`call:<id>`) for an id that names no shard. (A plain id is hex, so
-/// it never starts with `s`.)
-pub(crate) fn call_object_name(id: &str) -> String {
-    let shard = id
-        .strip_prefix('s')
-        .and_then(|rest| rest.split_once('-'))
-        .and_then(|(n, _)| n.parse::<u32>().ok());
-    match shard {
-        Some(n) => format!("calls:{n}"),
-        None => format!("call:{id}"),
-    }
 }
 
 /// The task object of a task method (by its `taskId`, when it can name a

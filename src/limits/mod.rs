@@ -163,13 +163,17 @@ enum Held {
 }
 
 /// How many new calls a window-limited call asks its meter for at once:
-/// a sixteenth of its smallest window, between 1 and 1,024.
+/// a quarter of its smallest window, between 1 and 1,024. (A sixteenth
+/// asked a small limit's meter every few calls: `50/1s` asked 18 times a
+/// second, and those requests, not the refusals, were what a principal
+/// over its limit cost the others on a busy object. Across isolates a
+/// quarter still leaves room for four to share a window.)
 pub fn batch(limits: &Applied) -> u32 {
     let maxes = [limits.all, limits.tool].into_iter().flat_map(|l| {
         let rate = l.rate.map(|r| r.max);
         rate.into_iter().chain(l.daily)
     });
-    maxes.map(|m| (m / 16).clamp(1, 1024)).min().unwrap_or(1)
+    maxes.map(|m| (m / 4).clamp(1, 1024)).min().unwrap_or(1)
 }
 
 /// Whether only windows limit a call under `limits` (then it may be

@@ -59,6 +59,15 @@ pub struct Config {
     /// them at random, and its id names it, so changing this later moves
     /// only new calls. `0`: an object of its own for each call.
     pub call_shards: u32,
+    /// How many shards each region has for new durable calls
+    /// (`host/place.rs`): a call goes to one of its caller's region, opened
+    /// with that region's location hint. `0`: no regions, every call in one
+    /// of `call_shards`.
+    pub call_shards_per_region: u32,
+    /// The jurisdiction (`eu`, `us`, `fedramp`, `fedramp-high`) whose
+    /// namespace holds every new durable call's shard, wherever its caller
+    /// is. `None`: the caller's region.
+    pub call_jurisdiction: Option<&'static str>,
     /// The Worker's version id (`[version_metadata]`, bound as
     /// `CF_VERSION_METADATA`), recorded with each round; empty when not bound.
     pub worker_version: String,
@@ -127,6 +136,8 @@ impl Default for Config {
             task_poll_ms: 500,
             listen_shards: 1,
             call_shards: 16,
+            call_shards_per_region: 4,
+            call_jurisdiction: None,
             worker_version: String::new(),
             parked_retry_ms: 60 * 1000,
             admin_tokens: Vec::new(),
@@ -168,8 +179,12 @@ impl Config {
     ///   tried again (default 60)
     /// - `TASK_TTL_SECONDS`, `TASK_POLL_MS`: a task's `ttlMs` and `pollIntervalMs`
     /// - `LISTEN_SHARDS`: how many objects hold the listen streams (default 1)
-    /// - `CALL_SHARDS`: how many objects hold the durable calls (default 16;
-    ///   `0`: one object per call)
+    /// - `CALL_SHARDS`: how many objects hold the durable calls of no region
+    ///   (default 16; `0`: one object per call)
+    /// - `CALL_SHARDS_PER_REGION`: shards per region for new durable calls
+    ///   (default 4; `0`: no regions); `CALL_JURISDICTION` (`eu`, `us`,
+    ///   `fedramp`, `fedramp-high`): every new call's shard in that
+    ///   jurisdiction (`docs/OPERATE.md`, "Where calls are kept")
     /// - `ADMIN_TOKENS` (secret), `ADMIN_SCOPE`: who may use the admin API
     ///   and console (`docs/OPERATE.md`); `RETAIN_COMPLETED_SECONDS`,
     ///   `RETAIN_FAILED_SECONDS`: how long finished calls stay listed
@@ -254,6 +269,12 @@ impl Config {
         if let Some(n) = num("CALL_SHARDS")? {
             c.call_shards = u32::try_from(n.min(4096)).unwrap_or(16);
         }
+        if let Some(n) = num("CALL_SHARDS_PER_REGION")? {
+            c.call_shards_per_region = u32::try_from(n.min(4096)).unwrap_or(4);
+        }
+        if let Some(v) = get("CALL_JURISDICTION").filter(|v| !v.trim().is_empty()) {
+            c.call_jurisdiction = Some(call_jurisdiction(v.trim(), &c)?);
+        }
         if let Some(v) = get("LIMITS").filter(|v| !v.trim().is_empty()) {
             if !cfg!(any(feature = "limits", not(target_arch = "wasm32"))) {
                 return Err("LIMITS is set, but this worker is built without durable-mcp's `limits` feature".into());
@@ -293,12 +314,54 @@ impl Config {
     }
 }
 
+/// The jurisdictions a durable call's shard can be kept in
+/// (`CALL_JURISDICTION`), as Cloudflare names them.
+pub const JURISDICTIONS: [&str; 4] = ["eu", "us", "fedramp", "fedramp-high"];
+
+/// `CALL_JURISDICTION` read: one of [`JURISDICTIONS`], with call shards to
+/// keep calls in (an object per call would be made outside it).
+fn call_jurisdiction(v: &str, c: &Config) -> Result<&'static str, String> {
+    let Some(j) = JURISDICTIONS.iter().find(|j| **j == v) else {
+        return Err(format!(
+            "CALL_JURISDICTION must be one of {}, not {v:?}",
+            JURISDICTIONS.join(", ")
+        ));
+    };
+    if c.call_shards == 0 || c.call_shards_per_region == 0 {
+        return Err(
+            "CALL_JURISDICTION needs call shards (CALL_SHARDS and CALL_SHARDS_PER_REGION above 0)"
+                .into(),
+        );
+    }
+    Ok(j)
+}
+
 #[cfg(test)]
 mod tests {
     use super::Config;
 
     fn with(name: &str, value: &str) -> Result<Config, String> {
         Config::from_lookup(|k| (k == name).then(|| value.to_string()))
+    }
+
+    #[test]
+    fn a_jurisdiction_is_one_cloudflare_names_and_needs_shards() {
+        assert_eq!(
+            Config::from_lookup(|_| None).map(|c| c.call_shards_per_region),
+            Ok(4)
+        );
+        assert_eq!(
+            with("CALL_JURISDICTION", " eu ").map(|c| c.call_jurisdiction),
+            Ok(Some("eu"))
+        );
+        assert!(with("CALL_JURISDICTION", "EU").is_err());
+        assert!(with("CALL_JURISDICTION", "mars").is_err());
+        let unsharded = Config::from_lookup(|n| match n {
+            "CALL_JURISDICTION" => Some("eu".into()),
+            "CALL_SHARDS" => Some("0".into()),
+            _ => None,
+        });
+        assert!(unsharded.is_err());
     }
 
     #[test]

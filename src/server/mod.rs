@@ -42,7 +42,7 @@ pub(crate) use call::{
     cancelled_by_operator, input_responses, run_round, state_param, RoundInput, RoundOutcome,
 };
 pub use call::{Durable, TOKEN_JOURNAL_CAP};
-pub use config::{Config, RoundLogs};
+pub use config::{Config, RoundLogs, JURISDICTIONS};
 pub(crate) use methods::{call_target, capabilities, stateless_method};
 pub(crate) use mrtr::{call as mrtr_call, shape as mrtr_shape};
 pub(crate) use out_of_band::out_of_band;
@@ -69,6 +69,20 @@ pub struct Env {
     pub now_ms: u64,
     /// 16 fresh random bytes (call ids, session ids).
     pub random: [u8; 16],
+    /// The caller's continent as the runtime says (`request.cf.continent`:
+    /// `EU`, `NA`, …), which picks a new durable call's region
+    /// (`host/place.rs`). `None` where there is no `cf` (local
+    /// development, a test): the shards of no region.
+    pub continent: Option<[u8; 2]>,
+}
+
+/// `request.cf.continent` as [`Env::continent`] holds it: two ASCII
+/// capitals, anything else none (the host passes what the runtime gave).
+pub fn continent_code(letters: &[u8]) -> Option<[u8; 2]> {
+    match letters {
+        [a, b] if a.is_ascii_uppercase() && b.is_ascii_uppercase() => Some([*a, *b]),
+        _ => None,
+    }
 }
 
 /// An MCP server: configuration plus what it offers.

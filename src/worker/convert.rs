@@ -36,6 +36,13 @@ pub(crate) fn to_http_head(req: &web_sys::Request, wanted: &js_sys::Array) -> Ht
     parse_head(&js::request_head(req, wanted))
 }
 
+/// The caller's continent (`request.cf.continent`), when the runtime says
+/// one.
+pub(crate) fn continent_of(req: &web_sys::Request) -> Option<[u8; 2]> {
+    let [_, _, a, b] = js::continent(req).to_be_bytes();
+    crate::server::continent_code(&[a, b])
+}
+
 /// `METHOD \n URL (\n name \n value)*` (what [`js::request_head`]
 /// returns) as a request without a body.
 fn parse_head(head: &str) -> HttpRequest {

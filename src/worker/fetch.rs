@@ -63,7 +63,8 @@ pub fn fetch(req: web_sys::Request, env: Env, ctx: JsValue, build: Build) -> JsV
         Err(e) => return settle(to_web_response(error_response(&e, None))),
     };
     let http = to_http_head(&req, &isolate.client_headers);
-    let now = request_env();
+    let mut now = request_env();
+    now.continent = super::convert::continent_of(&req);
     refresh_paused(&isolate, &env, now.now_ms, Some(&ctx));
     // What a wrapping authorization server hands over (`OAUTH_WRAPPER`).
     let props = js::props_json(&ctx);
@@ -120,7 +121,7 @@ fn serve_now(isolate: Rc<Isolate>, env: Env, mut inbound: Inbound) -> JsValue {
     let mut future = Box::pin(async move {
         let reply = inbound.serve(&isolate.server).await;
         // The only effect a request served here has: list changes.
-        broadcast(&isolate.server, &env, &reply.effects).await;
+        broadcast(&isolate.server, &env, &reply.effects, &[]).await;
         if let Some(sent) = super::send_notes(&isolate.server, &env) {
             sent.await;
         }
@@ -150,7 +151,7 @@ async fn run(
     loop {
         step = match step {
             Step::Answer(reply) => {
-                broadcast(server, &env, &reply.effects).await;
+                broadcast(server, &env, &reply.effects, &[]).await;
                 return to_web_response(reply.response);
             }
             Step::Forward {
@@ -171,7 +172,7 @@ async fn run(
             }
             Step::Serve => {
                 let reply = inbound.serve(server).await;
-                broadcast(server, &env, &reply.effects).await;
+                broadcast(server, &env, &reply.effects, &[]).await;
                 if let Some(sent) = super::send_notes(server, &env) {
                     sent.await;
                 }

@@ -71,6 +71,23 @@ export function with_headers(answer, headers) {
   return answer instanceof Promise ? answer.then(add) : add(answer);
 }
 
+// The caller's continent (`request.cf.continent`: two letters) as a
+// number, 0 where the runtime gives none (local development).
+export function continent(req) {
+  const c = req.cf && req.cf.continent;
+  return typeof c === "string" && c.length === 2 ? (c.charCodeAt(0) << 8) | c.charCodeAt(1) : 0;
+}
+
+// The stub of the object called `name`, opened as the core says
+// (`host::placement`): in `jurisdiction`'s namespace, with `hint` as its
+// location hint, when given.
+export function object_stub(env, binding, name, hint, jurisdiction) {
+  let ns = env[binding];
+  if (jurisdiction !== undefined) ns = ns.jurisdiction(jurisdiction);
+  const id = ns.idFromName(name);
+  return hint === undefined ? ns.get(id) : ns.get(id, { locationHint: hint });
+}
+
 export function new_request(url, method, headers, body, stream) {
   // An object's redirect (a page pass's 303) is the client's to follow.
   const init = { method, headers: header_list(headers), redirect: "manual" };
@@ -114,6 +131,22 @@ extern "C" {
         answer: &wasm_bindgen::JsValue,
         headers: &str,
     ) -> wasm_bindgen::JsValue;
+
+    /// `request.cf.continent`'s two letters (first in the high byte), or
+    /// 0 when there is none (one crossing, no string).
+    pub(crate) fn continent(req: &web_sys::Request) -> u32;
+
+    /// The stub of object `name` in namespace `binding`, opened in
+    /// `jurisdiction`'s namespace and with location hint `hint` when
+    /// given (one crossing).
+    #[wasm_bindgen(catch)]
+    pub(crate) fn object_stub(
+        env: &wasm_bindgen::JsValue,
+        binding: &str,
+        name: &str,
+        hint: Option<&str>,
+        jurisdiction: Option<&str>,
+    ) -> Result<js_sys::Object, wasm_bindgen::JsValue>;
 
     /// A request to an object: `headers` as for [`new_response`]; the
     /// body is `stream` when given, else a copy of `body`.

@@ -109,10 +109,11 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     Ok(isolate)
 }
 
-/// Sends a request to the object called `name` and returns its response
-/// as the runtime gave it. The stub is called directly: `Stub::fetch_with_request`
-/// wraps the response in a `worker::Response`, which the fetch entry then
-/// had to rebuild into a new runtime response.
+/// Sends a request to the object called `name` (opened as
+/// [`host::placement`] says) and returns its response as the runtime gave
+/// it. The stub is called directly: `Stub::fetch_with_request` wraps the
+/// response in a `worker::Response`, which the fetch entry then had to
+/// rebuild into a new runtime response.
 ///
 /// `stream`: the client's body, unread, for a request routed by its head.
 pub(crate) async fn forward(
@@ -122,11 +123,16 @@ pub(crate) async fn forward(
     stream: Option<&web_sys::ReadableStream>,
 ) -> Result<web_sys::Response> {
     use wasm_bindgen::JsCast;
-    let stub: js_sys::Object = env
-        .durable_object(object::BINDING)?
-        .id_from_name(name)?
-        .get_stub()?
-        .into_rpc();
+    // Opened as the core says for this name: a regional call shard with
+    // its location hint, in its jurisdiction's namespace.
+    let place = host::placement(name);
+    let stub = js::object_stub(
+        env.as_ref(),
+        object::BINDING,
+        name,
+        place.hint,
+        place.jurisdiction,
+    )?;
     let fetch: js_sys::Function = js_sys::Reflect::get(&stub, &"fetch".into())?
         .dyn_into()
         .map_err(|_| worker::Error::RustError("a stub without fetch".into()))?;
@@ -138,14 +144,16 @@ pub(crate) async fn forward(
         .map_err(|_| worker::Error::RustError("an object answered with no Response".into()))
 }
 
-/// Applies `ListChanged` and `TaskChanged` effects: tells the listen hub. A failure is
-/// logged, not returned: the request itself succeeded.
-pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect]) {
+/// Applies `ListChanged`, `TaskChanged` and `Indexed` effects: tells the
+/// hubs that hear of them (`watchers`: the hubs listening for this
+/// object's task). A failure is logged, not returned: the request itself
+/// succeeded.
+pub(crate) async fn broadcast(server: &Server, env: &Env, effects: &[Effect], watchers: &[String]) {
     let changes = crate::effects::Changes::of(effects);
     if changes.is_empty() {
         return;
     }
-    for (name, req) in host::hub_broadcast(server, &changes) {
+    for (name, req) in host::announce(server, &changes, watchers) {
         if let Err(e) = forward(env, &name, &req, None).await {
             worker::console_error!("broadcast to {name} failed: {e}");
         }
@@ -283,5 +291,7 @@ pub(crate) fn request_env() -> crate::server::Env {
         // object and asks it for the time, two).
         now_ms: js_sys::Date::now() as u64,
         random,
+        // The Worker's fetch entry sets it from `request.cf`.
+        continent: None,
     }
 }

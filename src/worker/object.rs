@@ -88,7 +88,8 @@ impl Object {
         let env = request_env();
         super::refresh_paused(&isolate, &self.env, env.now_ms, None);
         let reply = host::handle_in_object(server, &http, &env, &stores).await;
-        let response = self.apply(server, reply).await;
+        let watchers = host::watchers_for(&reply.effects, stores.task);
+        let response = self.apply(server, reply, &watchers).await;
         if let Some(sent) = super::send_notes(server, &self.env) {
             sent.await;
         }
@@ -120,11 +121,12 @@ impl Object {
         #[cfg(feature = "limits")]
         self.admissions(server, &stores, now_ms, &mut effects)
             .await?;
+        let watchers = host::watchers_for(&effects, stores.task);
         let reply = Reply {
             response: crate::http::HttpResponse::empty(204),
             effects,
         };
-        let response = self.apply(server, reply).await;
+        let response = self.apply(server, reply, &watchers).await;
         if let Some(sent) = super::send_notes(server, &self.env) {
             sent.await;
         }
@@ -186,14 +188,14 @@ impl Object {
 
     /// Applies a reply's effects in order, then converts its response
     /// (held open when an effect asked for that).
-    async fn apply(&self, server: &Server, reply: Reply) -> Result<Response> {
+    async fn apply(&self, server: &Server, reply: Reply, watchers: &[String]) -> Result<Response> {
         let mut held: Option<UnboundedReceiver<Vec<u8>>> = None;
         for effect in &reply.effects {
             if let Some(rx) = self.apply_one(effect).await? {
                 held = Some(rx);
             }
         }
-        broadcast(server, &self.env, &reply.effects).await;
+        broadcast(server, &self.env, &reply.effects, watchers).await;
         to_worker_response(reply.response, held)
     }
 
@@ -211,6 +213,15 @@ impl Object {
                 return Ok(Some(rx));
             }
             Effect::Fanout(changes) => self.fan_out(changes),
+            // Before the stream's first frame goes: once its client reads
+            // the acknowledgement, every task it named tells this hub.
+            Effect::Watch(watch) => {
+                for (name, req) in host::watch_requests(watch) {
+                    if let Err(e) = super::forward(&self.env, &name, &req, None).await {
+                        worker::console_error!("telling {name} of a listener failed: {e}");
+                    }
+                }
+            }
             Effect::HoldOpen(stream) => {
                 let (tx, rx) = unbounded();
                 self.live

@@ -84,4 +84,33 @@ impl TaskStore for SqliteTaskStore<'_> {
         self.write(task)
             .inspect_err(|_| self.held.task.forget(OWNER))
     }
+
+    fn watchers(&self) -> Result<Vec<String>, McpError> {
+        #[derive(Deserialize)]
+        struct Hub {
+            hub: String,
+        }
+        // No table: nobody ever listened.
+        let rows =
+            super::sql::rows::<Hub>(&self.sql, "SELECT hub FROM durable_task_watch", Vec::new())
+                .map_err(storage_error)?
+                .unwrap_or_default();
+        Ok(rows.into_iter().map(|r| r.hub).collect())
+    }
+
+    fn watch(&self, hub: &str) -> Result<(), McpError> {
+        self.sql
+            .exec(
+                "CREATE TABLE IF NOT EXISTS durable_task_watch (hub TEXT PRIMARY KEY)",
+                None,
+            )
+            .map_err(storage_error)?;
+        self.sql
+            .exec(
+                "INSERT OR IGNORE INTO durable_task_watch (hub) VALUES (?)",
+                vec![SqlStorageValue::from(hub.to_string())],
+            )
+            .map_err(storage_error)?;
+        Ok(())
+    }
 }

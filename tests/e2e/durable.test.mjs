@@ -284,7 +284,8 @@ describe('calls sharing one shard', () => {
     // the shared object while the others' rounds run there.
     const hook = await webhook({ delayMs: 300 });
     const P = freshPersistDir();
-    const server = await wrangler({ persistTo: P, vars: { CALL_SHARDS: '1', TICKET_WEBHOOK: hook.url('/shared') } });
+    // (wrangler dev's own `cf` names a continent: its region one shard too.)
+    const server = await wrangler({ persistTo: P, vars: { CALL_SHARDS: '1', CALL_SHARDS_PER_REGION: '1', TICKET_WEBHOOK: hook.url('/shared') } });
     try {
       const calls = Array.from({ length: 10 }, (_, i) => ({
         args: deployArgs(`svc-${i}`),

@@ -6,6 +6,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { startWrangler } from './wrangler.mjs';
+import { prng } from './prng.mjs';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261122);
 const COUNT = Number(process.env.FUZZ_COUNT ?? 3000);
@@ -20,18 +21,6 @@ const META = {
 let server;
 before(async () => { server = await startWrangler(); });
 after(async () => { await server?.stop(); });
-
-/** mulberry32: a small seeded PRNG, so a failing run can be repeated. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function modern(method, params) {
   const headers = {

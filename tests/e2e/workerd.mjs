@@ -91,7 +91,9 @@ const config :Workerd.Config = (
     # The Worker's outbound fetches (an OAuth issuer's keys) may reach the
     # test's own servers on loopback; the default allows public addresses only.
     (name = "internet", network = (allow = ["public", "local"]))],
-  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (), service = "main")],
+  # A test may set request.cf with a cf-blob header (as Cloudflare's
+  # edge sets it; no client reaches this socket but the tests).
+  sockets = [(name = "http", address = "127.0.0.1:${port}", http = (cfBlobHeader = "cf-blob"), service = "main")],
 );
 const worker :Workerd.Worker = (
   modules = [${modules.join(', ')}],

@@ -344,9 +344,15 @@ fn known_principals(server: &Server) -> Vec<String> {
 
 /// The names of every call shard.
 fn shards(server: &Server) -> Vec<String> {
-    (0..server.config.call_shards)
-        .map(|n| format!("calls:{n}"))
-        .collect()
+    crate::host::place::call_shard_names(&server.config)
+}
+
+/// The requests for the index: the hub's entries and paused tools, then
+/// each index shard's entries ([`Job::gathered`] reads them in order).
+fn entries_asks(server: &Server) -> Vec<(String, HttpRequest)> {
+    let mut asks = vec![ask(hub(server), Ask::Entries, &Body::default())];
+    asks.extend(crate::host::index_shards().map(|name| ask(name, Ask::Entries, &Body::default())));
+    asks
 }
 
 fn hub(server: &Server) -> String {
@@ -413,7 +419,11 @@ impl Job {
             until_ms,
             ..Body::default()
         };
-        let mut asks = vec![ask(hub(server), Ask::IndexPage, &body(Kind::Task))];
+        // The hub (what it indexed before the index had shards), each
+        // index shard, each call shard: every one a keeper of its own.
+        let tasks = body(Kind::Task);
+        let mut asks = vec![ask(hub(server), Ask::IndexPage, &tasks)];
+        asks.extend(crate::host::index_shards().map(|name| ask(name, Ask::IndexPage, &tasks)));
         let shard = body(Kind::Durable);
         asks.extend(
             shards(server)
@@ -440,6 +450,15 @@ impl Job {
         self.paused = serde_json::from_value(hub["paused"].take()).unwrap_or_default();
         server.paused.set(self.paused.clone(), self.now_ms);
         self.paged(&mut hub, Kind::Task);
+        for a in answers.by_ref().take(crate::host::INDEX_SHARDS as usize) {
+            let Some(mut v) = read::<Value>(&a) else {
+                return Step::Answer(unreachable());
+            };
+            let more: Vec<IndexEntry> =
+                serde_json::from_value(v["sessions"].take()).unwrap_or_default();
+            self.entries.extend(more);
+            self.paged(&mut v, Kind::Task);
+        }
         for a in answers {
             let Some(mut v) = read::<Value>(&a) else {
                 return Step::Answer(unreachable());
@@ -480,9 +499,9 @@ impl Job {
 
     /// The first requests.
     fn first(&mut self, server: &Server) -> Step {
-        let entries = ask(hub(server), Ask::Entries, &Body::default());
+        let entries = entries_asks(server);
         match &self.op {
-            Op::Tools => Step::Ask(vec![entries]),
+            Op::Tools => Step::Ask(entries),
             Op::Pause { tool, pause } => {
                 self.stage = Stage::Pause;
                 let op = if *pause { Ask::Pause } else { Ask::Resume };
@@ -499,7 +518,7 @@ impl Job {
                 self.stage = Stage::Show;
                 Step::Ask(vec![ask(name, Ask::Show, &self.body(vec![id.clone()]))])
             }
-            Op::Show(_) => Step::Ask(vec![entries]),
+            Op::Show(_) => Step::Ask(entries),
             Op::Limits { principal, raise } => {
                 let principals = match principal {
                     Some(p) => vec![p.clone()],
@@ -535,10 +554,10 @@ impl Job {
             // Calls named by id: only a task's or a session's object has to
             // be looked up (in the index); no shard is listed.
             Op::Cancel { ids: Some(_), .. } | Op::Hold { .. } | Op::Outside { .. } => {
-                Step::Ask(vec![entries])
+                Step::Ask(entries)
             }
             Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) | Op::Versions => {
-                let mut asks = vec![entries];
+                let mut asks = entries;
                 asks.extend(
                     shards(server)
                         .into_iter()
@@ -622,9 +641,15 @@ impl Job {
 
     fn gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
         let mut answers = answers.into_iter();
+        // The hub's (the paused tools, and what it indexed before the
+        // index had shards), then each index shard's.
         let entries: Entries = answers.next().as_ref().and_then(read).unwrap_or_default();
         self.entries = entries.entries;
         self.paused = entries.paused;
+        for a in answers.by_ref().take(crate::host::INDEX_SHARDS as usize) {
+            let more: Entries = read(&a).unwrap_or_default();
+            self.entries.extend(more.entries);
+        }
         server.paused.set(self.paused.clone(), self.now_ms);
         for a in answers {
             self.calls
@@ -669,8 +694,8 @@ impl Job {
     /// could have made, so no object is named for it).
     fn object_of(&self, server: &Server, id: &str) -> Option<String> {
         if let Some(call_id) = id.strip_prefix(DURABLE_PREFIX) {
-            let route = crate::host::route::is_call_id(call_id, server.config.call_shards);
-            return route.then(|| crate::host::route::call_object_name(call_id));
+            let route = crate::host::place::is_call_id(call_id, &server.config);
+            return route.then(|| crate::host::place::call_object_name(call_id));
         }
         // A task or a session: its object is in the index.
         let handle = crate::admin::summary::index_handle(id);

@@ -45,6 +45,14 @@ pub(super) fn listen(
             ))
         }
     };
+    // Each named task is told which hub holds the stream, one request
+    // each, before the stream opens: a stream names a bounded number.
+    if task_ids.len() > crate::effects::MAX_LISTENED_TASKS {
+        return Err(McpError::invalid_params(format!(
+            "Invalid params: notifications.taskIds names more than {} tasks; open another stream for the rest",
+            crate::effects::MAX_LISTENED_TASKS
+        )));
+    }
     if wanted.contains_key("taskIds") && !ClientCaps::from_json(Some(&meta.capabilities)).tasks {
         return Err(crate::server::task::extension_required(
             "Listening for task notifications",

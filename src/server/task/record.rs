@@ -71,6 +71,11 @@ pub struct TaskRecord {
     /// that slice ends.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lease: Option<String>,
+    /// The status the operator's index last heard: a write that leaves it
+    /// as it was tells the index nothing (a task's index shard hears of its
+    /// status changes, not of each slice).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listed: Option<Status>,
 }
 
 impl crate::store::log::Record for TaskRecord {
@@ -162,6 +167,13 @@ pub trait TaskStore {
     fn load(&self) -> Result<Option<TaskRecord>, McpError>;
     /// Writes the task (insert or replace).
     fn save(&self, task: &TaskRecord) -> Result<(), McpError>;
+    /// The listen hubs holding a stream that named this task: its changes
+    /// go to them alone (none: nobody listens, no request).
+    fn watchers(&self) -> Result<Vec<String>, McpError>;
+    /// Remembers that `hub` holds a stream naming this task. Kept apart
+    /// from the record: a slice writing the record it loaded before the
+    /// stream opened must not lose the hub.
+    fn watch(&self, hub: &str) -> Result<(), McpError>;
 }
 
 /// A [`TaskStore`] in memory, for tests.
@@ -173,6 +185,7 @@ pub struct MemoryTaskStore {
     warm: crate::store::warm::Warm<TaskRecord>,
     writes: std::cell::Cell<u64>,
     row_limit: std::cell::Cell<Option<usize>>,
+    watchers: RefCell<Vec<String>>,
 }
 
 impl MemoryTaskStore {
@@ -220,6 +233,19 @@ impl TaskStore for MemoryTaskStore {
         self.writes.set(self.writes.get() + 1 + chunks.len() as u64);
         *self.task.borrow_mut() = Some(task.clone());
         self.warm.put("task", manifest, task.clone());
+        Ok(())
+    }
+
+    fn watchers(&self) -> Result<Vec<String>, McpError> {
+        Ok(self.watchers.borrow().clone())
+    }
+
+    fn watch(&self, hub: &str) -> Result<(), McpError> {
+        let mut w = self.watchers.borrow_mut();
+        if !w.iter().any(|h| h == hub) {
+            w.push(hub.to_string());
+            self.writes.set(self.writes.get() + 1);
+        }
         Ok(())
     }
 }

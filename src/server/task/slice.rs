@@ -182,20 +182,33 @@ pub(crate) fn store(
     now_ms: u64,
 ) -> Result<Vec<Effect>, McpError> {
     task.version += 1;
+    let mut listed = newly_listed(&mut task);
     if let Err(e) = host.store.save(&task) {
         unstorable(server, &mut task, &e, now_ms);
+        listed = newly_listed(&mut task).or(listed);
         host.store.save(&task).map_err(|_| e)?;
     }
     let change = TaskChange {
         task_id: task.task_id.clone(),
         principal: task.principal.clone(),
         task: super::detailed(server, &task),
-        summary: Some(Box::new(task.summary())),
+        summary: listed.map(Box::new),
     };
     Ok(vec![
         Effect::WakeAt(next_wake(server, &task, now_ms)),
         Effect::TaskChanged(change),
     ])
+}
+
+/// The task's summary for the operator's index when its status is not
+/// the one the index last heard (and marks it heard), else `None`.
+fn newly_listed(task: &mut TaskRecord) -> Option<crate::kept::CallSummary> {
+    let summary = task.summary();
+    if task.listed == Some(summary.status) {
+        return None;
+    }
+    task.listed = Some(summary.status);
+    Some(summary)
 }
 
 /// The task as it ends when what it came to cannot be stored (a record

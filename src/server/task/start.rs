@@ -195,5 +195,6 @@ fn new_task(
         version: 0,
         limited: None,
         lease: None,
+        listed: None,
     }
 }

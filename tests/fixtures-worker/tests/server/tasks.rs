@@ -343,3 +343,143 @@ fn listen_streams_that_name_a_task_hear_its_changes() {
         7
     );
 }
+
+/// The requests the hubs received (`hub`, `hub:<n>`), by hub.
+fn hub_requests(s: &TestServer) -> Vec<(String, u64)> {
+    s.per_object
+        .iter()
+        .filter(|(name, _)| name.as_str() == "hub" || name.starts_with("hub:"))
+        .map(|(name, n)| (name.clone(), *n))
+        .collect()
+}
+
+#[test]
+fn a_task_nobody_listens_for_costs_no_hub_a_request() {
+    let mut s = Harness::new();
+    let id = created(&call(
+        &mut s,
+        "slow_compute",
+        json!({"seconds": 1, "label": "n"}),
+        true,
+    ));
+    advance(&mut s, 1000);
+    assert_eq!(get(&mut s, &id)["status"], "completed");
+    assert_eq!(hub_requests(&s), vec![], "no hub hears of it");
+    // Its entry in the operator's index went to one index shard.
+    let index: Vec<_> = s
+        .per_object
+        .keys()
+        .filter(|n| n.starts_with("index:"))
+        .collect();
+    assert_eq!(index.len(), 1, "{index:?}");
+}
+
+#[test]
+fn a_task_change_reaches_only_the_hub_whose_stream_named_it() {
+    let mut s = Harness::with_config(|c| c.listen_shards = 4);
+    let id = created(&call(
+        &mut s,
+        "slow_compute",
+        json!({"seconds": 1, "label": "n"}),
+        true,
+    ));
+    let other = created(&call(
+        &mut s,
+        "slow_compute",
+        json!({"seconds": 1, "label": "o"}),
+        true,
+    ));
+    let r = s.call(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [id]}, "_meta": meta(true)}),
+    );
+    assert_eq!(r.status, 200);
+    let listened = hub_requests(&s);
+    assert_eq!(listened.len(), 1, "one hub holds the stream: {listened:?}");
+    let hub = listened[0].0.clone();
+    advance(&mut s, 1000);
+    assert_eq!(get(&mut s, &other)["status"], "completed");
+    let frames: Vec<&Value> = s
+        .hub_frames
+        .iter()
+        .filter(|f| f["method"] == "notifications/tasks")
+        .collect();
+    assert!(frames.iter().all(|f| f["params"]["taskId"] == id.as_str()));
+    assert_eq!(
+        frames.last().map(|f| f["params"]["status"].clone()),
+        Some(json!("completed"))
+    );
+    // Only that hub heard, and only of the task its stream named: the
+    // stream's request, then one per change of that task.
+    let heard = hub_requests(&s);
+    assert_eq!(heard.len(), 1, "{heard:?}");
+    assert_eq!(heard[0].0, hub);
+    assert!(
+        heard[0].1 >= 2 && heard[0].1 <= 1 + frames.len() as u64,
+        "{heard:?}"
+    );
+}
+
+#[test]
+fn a_stream_names_a_bounded_number_of_tasks() {
+    let mut s = Harness::new();
+    let ids: Vec<String> = (0..65).map(|i| format!("{i:032x}")).collect();
+    let r = s.call(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": ids}, "_meta": meta(true)}),
+    );
+    assert_error(&r, 400, -32602);
+    assert_eq!(hub_requests(&s).iter().map(|(_, n)| n).sum::<u64>(), 1);
+    assert!(
+        !s.per_object.keys().any(|n| n.starts_with("task:")),
+        "no task was told"
+    );
+}
+
+#[test]
+fn a_stream_naming_an_unknown_task_writes_nothing_there() {
+    let mut s = Harness::new();
+    let absent = format!("{:032x}", 7);
+    let r = s.call(
+        "subscriptions/listen",
+        json!({"notifications": {"taskIds": [absent]}, "_meta": meta(true)}),
+    );
+    assert_eq!(r.status, 200);
+    let task = s.objects.get(&format!("task:{absent}")).expect("told");
+    assert_eq!(task.task.writes(), 0, "an unknown task stores nothing");
+    assert_eq!(
+        task.task.watchers().unwrap_or_default(),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn the_operators_index_hears_of_a_tasks_status_changes_not_each_slice() {
+    let mut s = Harness::new();
+    let id = created(&call(
+        &mut s,
+        "count_slowly",
+        json!({"to": 5, "step_ms": 100}),
+        true,
+    ));
+    for _ in 0..10 {
+        advance(&mut s, 100);
+    }
+    assert_eq!(get(&mut s, &id)["status"], "completed");
+    let task_writes = s.objects[&format!("task:{id}")].task.writes();
+    let index: u64 = s
+        .per_object
+        .iter()
+        .filter(|(n, _)| n.starts_with("index:"))
+        .map(|(_, n)| n)
+        .sum();
+    // Working (at the first pause), then completed; never once per slice.
+    assert_eq!(
+        index, 2,
+        "index requests; the task wrote {task_writes} times"
+    );
+    assert!(
+        task_writes > index + 3,
+        "the task ran slices: {task_writes}"
+    );
+}
