@@ -19,6 +19,10 @@ use crate::kept::{page::Tally, Status};
 pub(crate) struct SqliteIndex<'a> {
     sql: SqlStorage,
     held: &'a Held,
+    /// This request found no index (an index shard nobody wrote to): its
+    /// other reads ask no more.
+    #[cfg_attr(not(feature = "admin"), allow(dead_code))]
+    absent: std::cell::Cell<bool>,
 }
 
 /// The tally of the index's tasks.
@@ -44,7 +48,11 @@ fn storage_error(e: impl std::fmt::Display) -> McpError {
 
 impl<'a> SqliteIndex<'a> {
     pub(crate) fn new(sql: SqlStorage, held: &'a Held) -> Self {
-        Self { sql, held }
+        Self {
+            sql,
+            held,
+            absent: std::cell::Cell::new(false),
+        }
     }
 
     /// Makes the tables (once per object's life), and brings an index of
@@ -123,6 +131,9 @@ impl<'a> SqliteIndex<'a> {
         if self.held.index_table.get() {
             return Ok(true);
         }
+        if self.absent.get() {
+            return Ok(false);
+        }
         let there = super::sql::run(
             &self.sql,
             "SELECT handle FROM admin_index LIMIT 0",
@@ -132,6 +143,7 @@ impl<'a> SqliteIndex<'a> {
         if there {
             self.ensure()?;
         }
+        self.absent.set(!there);
         Ok(there)
     }
 }

@@ -144,6 +144,12 @@ fn answer(part: Part, tally: &Tally, newer: [u64; 3], counted: Option<u64>) -> V
 /// A call shard's page: its durable calls after the cursor, and its
 /// counts.
 pub(super) fn shard(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
+    // Nothing counted: nothing listed either (a keeper holding no call,
+    // or tombstones alone), and nothing more to read.
+    let tally = stores.call.tally()?;
+    if tally.is_empty() {
+        return Ok(answer(Part::default(), &tally, [0; 3], Some(0)));
+    }
     let part = if a.limit == 0 {
         Part::default()
     } else {
@@ -175,13 +181,18 @@ pub(super) fn shard(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value
         )?
     };
     let newer = newer(now_ms, |s, since| stores.call.newer(s, since))?;
-    let tally = stores.call.tally()?;
     let counted = counted(a, |s, t, p, u| stores.call.matched(s, t, p, u))?;
     Ok(answer(part, &tally, newer, counted))
 }
 
 /// The hub's page of the tasks its index holds, and their counts.
 pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
+    // As a shard's: nothing counted, nothing to read (most index shards
+    // hold few tasks, or none).
+    let tally = stores.index.tally()?;
+    if tally.is_empty() {
+        return Ok(answer(Part::default(), &tally, [0; 3], Some(0)));
+    }
     let part = if a.limit == 0 {
         Part::default()
     } else {
@@ -199,7 +210,6 @@ pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value
         )?
     };
     let newer = newer(now_ms, |s, since| stores.index.newer(s, since))?;
-    let tally = stores.index.tally()?;
     let counted = counted(a, |s, t, p, u| stores.index.matched(s, t, p, u))?;
     Ok(answer(part, &tally, newer, counted))
 }
