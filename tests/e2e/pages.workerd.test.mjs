@@ -1,11 +1,11 @@
 // Issue 46, acceptance 3, on plain `workerd serve`: with 100,000 kept
-// durable calls across the 16 call shards and 10,000 tasks in the hub's
-// index, an operator's page (`calls list --status waiting --limit 50`)
+// durable calls across the 16 call shards and 10,000 tasks in the index
+// (one of its shards), an operator's page (`calls list --status waiting --limit 50`)
 // answers in ≤ 300 ms with exact counts, its cursor walks on without a
 // row twice, and a shard's page and sweep read the table through its
 // (status, updated) index only.
 //
-// Seeding: real MCP calls make every shard's table and the hub's index
+// Seeding: real MCP calls make every shard's table and an index shard's
 // (and, with them, their index and the triggers that keep the counts);
 // then, with workerd stopped, the rows are copied into the objects' own
 // SQLite files (workerd keeps each object in a plain SQLite file under
@@ -101,7 +101,7 @@ function seed() {
     db.close();
   }
   assert.equal(shardFiles.length, SHARDS, `shard files: ${shardFiles.length} of ${files.length}`);
-  assert.ok(hubFile, 'the hub keeps an index');
+  assert.ok(hubFile, 'an index shard keeps the tasks');
   const day = 86_400_000;
   let n = 0;
   for (const [k, f] of shardFiles.entries()) {
@@ -138,7 +138,7 @@ function seed() {
   }
   db.exec('COMMIT');
   db.close();
-  // One shard and the hub as an earlier release left them: no counts, no
+  // One shard and the index shard as an earlier release left them: no counts, no
   // index, no columns to list by, and rows in the older status words. The
   // first request that lists them brings them up to date.
   olderRelease(shardFiles[1], 'durable_calls', 'durable_tally', 'durable_calls_by_status', ['tool', 'principal'],
