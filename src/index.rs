@@ -17,7 +17,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::McpError;
-use crate::kept::{CallSummary, Kind};
+use crate::kept::page::{tally, Tally};
+use crate::kept::{CallSummary, Kind, Status};
 
 /// One task or live session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -72,6 +73,50 @@ pub trait IndexStore {
     /// first use, `false` for any later one. Marks past their time are
     /// forgotten at `now_ms`.
     fn spend_link(&self, nonce: &str, until_ms: u64, now_ms: u64) -> Result<bool, McpError>;
+    // What an operator's listing reads (a Worker built without the
+    // `admin` feature never asks, and links none of it).
+    /// Up to `limit` tasks in `status` after `after` (`(updated, handle)`),
+    /// changed at or before `until_ms`, oldest first: one read of the
+    /// index by status (see [`crate::kept::page`]).
+    fn page(
+        &self,
+        _status: Status,
+        _after: Option<(u64, &str)>,
+        _until_ms: Option<u64>,
+        _limit: usize,
+    ) -> Result<Vec<IndexEntry>, McpError> {
+        Ok(Vec::new())
+    }
+    /// The live sessions' entries.
+    fn sessions(&self) -> Result<Vec<IndexEntry>, McpError> {
+        Ok(Vec::new())
+    }
+    /// Its tasks counted per tool and status, kept by each change.
+    fn tally(&self) -> Result<Tally, McpError> {
+        Ok(Tally::new())
+    }
+    /// How many tasks in `status` changed after `since_ms`.
+    fn newer(&self, _status: Status, _since_ms: u64) -> Result<u64, McpError> {
+        Ok(0)
+    }
+    /// How many tasks in `status` run `tool`, were started by
+    /// `principal` and changed at or before `until_ms` (each if given).
+    fn matched(
+        &self,
+        _status: Status,
+        _tool: Option<&str>,
+        _principal: Option<&str>,
+        _until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        Ok(0)
+    }
+}
+
+/// What an entry is listed by: its task's status, tool and last change
+/// (`None`: not a task with a summary, never in a page).
+pub fn listed_by(e: &IndexEntry) -> Option<(Status, &str, u64)> {
+    let s = e.summary.as_ref().filter(|_| e.kind == Kind::Task)?;
+    Some((s.status, s.tool.as_str(), s.updated_ms))
 }
 
 /// An [`IndexStore`] in memory, for tests.
@@ -125,6 +170,70 @@ impl IndexStore for MemoryIndex {
         let mut spent = self.spent.borrow_mut();
         spent.retain(|_, until| *until > now_ms);
         Ok(spent.insert(nonce.to_string(), until_ms).is_none())
+    }
+
+    fn page(
+        &self,
+        status: Status,
+        after: Option<(u64, &str)>,
+        until_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<IndexEntry>, McpError> {
+        let mut rows: Vec<IndexEntry> = (self.entries.borrow().values())
+            .filter(|e| {
+                listed_by(e).is_some_and(|(s, _, u)| {
+                    s == status
+                        && after.is_none_or(|(au, aid)| (u, e.handle.as_str()) > (au, aid))
+                        && until_ms.is_none_or(|until| u <= until)
+                })
+            })
+            .cloned()
+            .collect();
+        rows.sort_by_key(|e| (listed_by(e).map_or(0, |(_, _, u)| u), e.handle.clone()));
+        rows.truncate(limit);
+        Ok(rows)
+    }
+
+    fn sessions(&self) -> Result<Vec<IndexEntry>, McpError> {
+        Ok((self.entries.borrow().values())
+            .filter(|e| e.kind == Kind::Session)
+            .cloned()
+            .collect())
+    }
+
+    fn tally(&self) -> Result<Tally, McpError> {
+        let entries = self.entries.borrow();
+        Ok(tally(
+            entries
+                .values()
+                .filter_map(|e| listed_by(e).and(e.summary.as_ref())),
+        ))
+    }
+
+    fn newer(&self, status: Status, since_ms: u64) -> Result<u64, McpError> {
+        Ok((self.entries.borrow().values())
+            .filter_map(listed_by)
+            .filter(|(s, _, u)| *s == status && *u > since_ms)
+            .count() as u64)
+    }
+
+    fn matched(
+        &self,
+        status: Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        let entries = self.entries.borrow();
+        Ok((entries.values())
+            .filter_map(|e| e.summary.as_ref().filter(|_| listed_by(e).is_some()))
+            .filter(|c| {
+                c.status == status
+                    && tool.is_none_or(|t| c.tool == t)
+                    && principal.is_none_or(|p| c.principal == p)
+                    && until_ms.is_none_or(|u| c.updated_ms <= u)
+            })
+            .count() as u64)
     }
 }
 

@@ -45,6 +45,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod page;
 pub mod summary;
 pub mod versions;
 

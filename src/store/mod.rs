@@ -3,7 +3,7 @@
 //! whose `exec` is synchronous, so no borrow ever spans an `.await`.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 pub mod log;
 pub mod warm;
@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::{Journal, RoundEnd};
 use crate::error::McpError;
+use crate::kept::page::{slot, Tally};
 use crate::kept::summary;
 use crate::kept::{CallSummary, Kind, Status};
 
@@ -87,6 +88,19 @@ impl StoredCall {
         }
     }
 
+    /// The tool it runs (`""`: none recorded).
+    pub fn tool(&self) -> &str {
+        self.journal
+            .invocation
+            .as_ref()
+            .map_or("", |i| i.tool.as_str())
+    }
+
+    /// Who started it (`""`: nobody named, an open server).
+    pub fn principal(&self) -> &str {
+        self.journal.trail.as_ref().map_or("", |t| t.owner.as_str())
+    }
+
     /// Finished and still whole: what retention makes a tombstone.
     pub fn retained(&self) -> bool {
         self.status.is_final() && !self.tomb
@@ -135,6 +149,14 @@ pub struct CallRow {
     pub reply: Option<String>,
     /// `updated_at` (ms).
     pub updated_at: i64,
+    /// `tool`: the tool it runs (`""` for a tombstone): what the shard's
+    /// counts are kept by ([`crate::kept::page::Tally`]).
+    #[serde(default)]
+    pub tool: String,
+    /// `principal`: who started it (`""`: an open server, or a
+    /// tombstone): what a listing's `matched` counts by.
+    #[serde(default)]
+    pub principal: String,
 }
 
 impl CallRow {
@@ -166,6 +188,16 @@ impl CallRow {
                 .transpose()
                 .map_err(row_error)?,
             updated_at: i64::try_from(call.updated_ms).unwrap_or(i64::MAX),
+            tool: if call.tomb {
+                String::new()
+            } else {
+                call.tool().to_string()
+            },
+            principal: if call.tomb {
+                String::new()
+            } else {
+                call.principal().to_string()
+            },
         };
         Ok((row, rows, manifest))
     }
@@ -213,7 +245,31 @@ impl CallRow {
 }
 
 /// A tombstone's row status.
-const TOMB: &str = "purged";
+pub const TOMB: &str = "purged";
+
+/// Every status word a current row holds: each status's, and a
+/// tombstone's (what a sweep reads by, in the order of the index).
+pub const ROW_WORDS: [&str; 7] = [
+    "waiting",
+    "working",
+    "parked",
+    "completed",
+    "failed",
+    "cancelled",
+    TOMB,
+];
+
+/// The word a row written today holds for a call in `status` (`tomb`: a
+/// tombstone's), and what a row's word (of any release) says, as that:
+/// what a migration rewrites an older row's word to, so every row is
+/// found by the status it is listed under.
+pub fn row_word(call: &StoredCall) -> &'static str {
+    if call.tomb {
+        TOMB
+    } else {
+        call.status.as_str()
+    }
+}
 
 /// A row's status word as the call's status, and whether it is a
 /// tombstone. A tombstone's status is where its call ended, as its trail's
@@ -274,6 +330,44 @@ pub trait CallStore {
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError>;
     /// Forgets call `id`.
     fn delete(&self, id: &str) -> Result<(), McpError>;
+    // What an operator's listing reads. A Worker built without the
+    // `admin` feature never asks, and links none of it: its store keeps
+    // these defaults.
+    /// Up to `limit` calls in `status` (never a tombstone) after `after`
+    /// (their `updated`, then id: `(updated, id) > after`), changed at or
+    /// before `until_ms`, oldest first: one read of the index by status,
+    /// at most `limit` rows.
+    fn page(
+        &self,
+        _status: Status,
+        _after: Option<(u64, &str)>,
+        _until_ms: Option<u64>,
+        _limit: usize,
+    ) -> Result<Vec<(String, StoredCall)>, McpError> {
+        Ok(Vec::new())
+    }
+    /// Its calls counted per tool and status (tombstones not), as kept by
+    /// each write that changes a row: no row is read.
+    fn tally(&self) -> Result<Tally, McpError> {
+        Ok(Tally::new())
+    }
+    /// How many calls in `status` changed after `since_ms` (a count of the
+    /// index's entries, not of rows).
+    fn newer(&self, _status: Status, _since_ms: u64) -> Result<u64, McpError> {
+        Ok(0)
+    }
+    /// How many calls in `status` run `tool` (if given), were started by
+    /// `principal` (if given) and changed at or before `until_ms` (if
+    /// given): a listing's `matched` where its counts do not say it.
+    fn matched(
+        &self,
+        _status: Status,
+        _tool: Option<&str>,
+        _principal: Option<&str>,
+        _until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        Ok(0)
+    }
 }
 
 /// A `CallStore` in memory, for tests and benches: rows as the Worker's
@@ -287,6 +381,12 @@ pub struct MemoryStore {
     written: std::cell::Cell<u64>,
     /// The largest row it takes, as serialized (`None`: any).
     row_limit: std::cell::Cell<Option<usize>>,
+    /// The rows by (status word, updated, id): the SQLite index.
+    by_status: RefCell<BTreeSet<(String, i64, String)>>,
+    /// Its counts, kept by each change as the SQLite triggers keep them.
+    counts: RefCell<Tally>,
+    /// How many rows its pages and sweeps read.
+    read: std::cell::Cell<u64>,
 }
 
 /// The largest row local workerd's SQLite takes (Cloudflare documents
@@ -334,6 +434,64 @@ impl MemoryStore {
         self.rows.borrow().is_empty()
     }
 
+    /// How many rows its pages and sweeps have read.
+    pub fn rows_read(&self) -> u64 {
+        self.read.get()
+    }
+
+    /// Its calls counted afresh, row by row (what [`CallStore::tally`]
+    /// must equal).
+    pub fn counted(&self) -> Tally {
+        let mut t = Tally::new();
+        for (row, _) in self.rows.borrow().values() {
+            if let Some(s) = Status::parse(&row.status) {
+                t.entry(row.tool.clone()).or_default()[slot(s)] += 1;
+            }
+        }
+        t
+    }
+
+    /// Moves a row from `old` to `new` in the index and the counts (what
+    /// the SQLite index and triggers do on every write).
+    fn reindex(&self, id: &str, old: Option<(&str, i64, &str)>, new: Option<(&str, i64, &str)>) {
+        let mut index = self.by_status.borrow_mut();
+        let mut counts = self.counts.borrow_mut();
+        if let Some((word, updated, tool)) = old {
+            index.remove(&(word.to_string(), updated, id.to_string()));
+            if let (Some(s), Some(n)) = (Status::parse(word), counts.get_mut(tool)) {
+                n[slot(s)] = n[slot(s)].saturating_sub(1);
+            }
+        }
+        if let Some((word, updated, tool)) = new {
+            index.insert((word.to_string(), updated, id.to_string()));
+            if let Some(s) = Status::parse(word) {
+                counts.entry(tool.to_string()).or_default()[slot(s)] += 1;
+            }
+        }
+    }
+
+    /// The ids of the rows of `word` changed at or before `until`, oldest
+    /// first, each counted as read.
+    fn due(&self, word: &str, until: i64) -> Vec<String> {
+        let index = self.by_status.borrow();
+        let from = (word.to_string(), i64::MIN, String::new());
+        let ids: Vec<String> = index
+            .range(from..)
+            .take_while(|(w, u, _)| w == word && *u <= until)
+            .map(|(_, _, id)| id.clone())
+            .collect();
+        self.read.set(self.read.get() + ids.len() as u64);
+        ids
+    }
+
+    /// The oldest `updated` among the rows of `word`.
+    fn oldest(&self, word: &str) -> Option<i64> {
+        let index = self.by_status.borrow();
+        let from = (word.to_string(), i64::MIN, String::new());
+        let first = index.range(from..).next().filter(|(w, _, _)| w == word);
+        first.map(|(_, u, _)| *u)
+    }
+
     fn wrote(&self, rows: u64, bytes: usize) {
         self.writes.set(self.writes.get() + rows);
         self.written.set(self.written.get() + bytes as u64);
@@ -363,6 +521,10 @@ impl MemoryStore {
             self.fits(c.len())?;
         }
         let mut rows = self.rows.borrow_mut();
+        let old = rows
+            .get(id)
+            .map(|(r, _)| (r.status.clone(), r.updated_at, r.tool.clone()));
+        let new = (row.status.clone(), row.updated_at, row.tool.clone());
         let entry = rows
             .entry(id.to_string())
             .or_insert_with(|| (row.clone(), Vec::new()));
@@ -377,6 +539,12 @@ impl MemoryStore {
             entry.1.clear();
         }
         entry.1.extend(log_rows.delta);
+        drop(rows);
+        self.reindex(
+            id,
+            old.as_ref().map(|(w, u, t)| (w.as_str(), *u, t.as_str())),
+            Some((&new.0, new.1, &new.2)),
+        );
         self.warm.put(id, manifest, call.clone());
         Ok(())
     }
@@ -412,9 +580,17 @@ impl CallStore for MemoryStore {
         let Some((row, _)) = rows.get_mut(id) else {
             return Ok(());
         };
+        let old = (row.status.clone(), row.updated_at, row.tool.clone());
         row.status = Status::Working.as_str().into();
         row.claimed_at = i64::try_from(now_ms).unwrap_or(i64::MAX);
         row.updated_at = row.claimed_at;
+        let updated = row.updated_at;
+        drop(rows);
+        self.reindex(
+            id,
+            Some((&old.0, old.1, &old.2)),
+            Some((Status::Working.as_str(), updated, &old.2)),
+        );
         self.wrote(1, 32);
         self.warm.touch(id, |c| {
             c.status = Status::Working;
@@ -425,31 +601,23 @@ impl CallStore for MemoryStore {
     }
 
     fn sweep(&self, now_ms: u64, ttl_ms: u64, retain_ms: u64) -> Result<Option<u64>, McpError> {
-        let due = |c: &StoredCall| {
-            c.updated_ms
-                .saturating_add(if c.retained() { retain_ms } else { ttl_ms })
-        };
-        let calls: Vec<(String, StoredCall)> = {
-            let rows = self.rows.borrow();
-            rows.iter()
-                .map(|(id, (row, _))| Ok((id.clone(), row.clone().call()?)))
-                .collect::<Result<_, McpError>>()?
-        };
-        let mut next = None::<u64>;
-        for (id, c) in calls {
-            if c.updated_ms.saturating_add(ttl_ms) <= now_ms {
+        // Through the index, as the SQLite sweep: only the rows due are
+        // read.
+        let cutoff = |ms: u64| i64::try_from(now_ms.saturating_sub(ms)).unwrap_or(i64::MAX);
+        for word in ROW_WORDS {
+            for id in self.due(word, cutoff(ttl_ms)) {
                 self.delete(&id)?;
-                continue;
             }
-            if c.retained() && c.updated_ms.saturating_add(retain_ms) <= now_ms {
-                let tomb = c.tombstone();
-                self.save(&id, &tomb)?;
-                next = Some(next.map_or(due(&tomb), |n| n.min(due(&tomb))));
-                continue;
-            }
-            next = Some(next.map_or(due(&c), |n| n.min(due(&c))));
         }
-        Ok(next)
+        for s in [Status::Completed, Status::Failed, Status::Cancelled] {
+            for id in self.due(s.as_str(), cutoff(retain_ms)) {
+                let row = self.rows.borrow().get(&id).map(|(r, _)| r.clone());
+                if let Some(row) = row {
+                    self.save(&id, &row.call()?.tombstone())?;
+                }
+            }
+        }
+        Ok(self.next_due(ttl_ms, retain_ms))
     }
 
     fn list(&self) -> Result<Vec<(String, StoredCall)>, McpError> {
@@ -463,9 +631,95 @@ impl CallStore for MemoryStore {
 
     fn delete(&self, id: &str) -> Result<(), McpError> {
         self.warm.forget(id);
-        if let Some((_, log)) = self.rows.borrow_mut().remove(id) {
+        let gone = self.rows.borrow_mut().remove(id);
+        if let Some((row, log)) = gone {
             self.wrote(1 + log.len() as u64, 0);
+            self.reindex(id, Some((&row.status, row.updated_at, &row.tool)), None);
         }
         Ok(())
+    }
+
+    fn page(
+        &self,
+        status: Status,
+        after: Option<(u64, &str)>,
+        until_ms: Option<u64>,
+        limit: usize,
+    ) -> Result<Vec<(String, StoredCall)>, McpError> {
+        let word = status.as_str().to_string();
+        let (u, id) = after.map_or((i64::MIN, ""), |(u, id)| {
+            (i64::try_from(u).unwrap_or(i64::MAX), id)
+        });
+        let until = until_ms.map_or(i64::MAX, |m| i64::try_from(m).unwrap_or(i64::MAX));
+        let keys: Vec<String> = {
+            let index = self.by_status.borrow();
+            let from = (word.clone(), u, id.to_string());
+            index
+                .range((std::ops::Bound::Excluded(from), std::ops::Bound::Unbounded))
+                .take_while(|(w, u, _)| *w == word && *u <= until)
+                .take(limit)
+                .map(|(_, _, id)| id.clone())
+                .collect()
+        };
+        self.read.set(self.read.get() + keys.len() as u64);
+        let rows = self.rows.borrow();
+        keys.into_iter()
+            .filter_map(|id| rows.get(&id).map(|(r, _)| (id, r.clone())))
+            .map(|(id, r)| Ok((id, r.call()?)))
+            .collect()
+    }
+
+    fn tally(&self) -> Result<Tally, McpError> {
+        // A tool none of whose calls is left is not counted (as SQLite's).
+        let counts = self.counts.borrow();
+        Ok((counts.iter())
+            .filter(|(_, n)| n.iter().any(|x| *x > 0))
+            .map(|(t, n)| (t.clone(), *n))
+            .collect())
+    }
+
+    fn newer(&self, status: Status, since_ms: u64) -> Result<u64, McpError> {
+        let since = i64::try_from(since_ms).unwrap_or(i64::MAX);
+        let word = status.as_str().to_string();
+        let index = self.by_status.borrow();
+        let from = (word.clone(), since, String::from("\u{10FFFF}"));
+        Ok(index
+            .range(from..)
+            .take_while(|(w, _, _)| *w == word)
+            .filter(|(_, u, _)| *u > since)
+            .count() as u64)
+    }
+
+    fn matched(
+        &self,
+        status: Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> Result<u64, McpError> {
+        let until = until_ms.map_or(i64::MAX, |m| i64::try_from(m).unwrap_or(i64::MAX));
+        Ok((self.rows.borrow().values())
+            .filter(|(r, _)| {
+                r.status == status.as_str()
+                    && tool.is_none_or(|t| r.tool == t)
+                    && principal.is_none_or(|p| r.principal == p)
+                    && r.updated_at <= until
+            })
+            .count() as u64)
+    }
+}
+
+impl MemoryStore {
+    /// When the next row is due to go (a finished call's retention, any
+    /// other's TTL), from the oldest of each status: no row is read.
+    fn next_due(&self, ttl_ms: u64, retain_ms: u64) -> Option<u64> {
+        ROW_WORDS
+            .iter()
+            .filter_map(|w| {
+                let oldest = u64::try_from(self.oldest(w)?).unwrap_or(0);
+                let finished = Status::parse(w).is_some_and(Status::is_final);
+                Some(oldest.saturating_add(if finished { retain_ms } else { ttl_ms }))
+            })
+            .min()
     }
 }

@@ -43,6 +43,8 @@ impl Row {
             journal: self.journal,
             reply: self.reply,
             updated_at: self.updated_at as i64,
+            tool: String::new(),
+            principal: String::new(),
         }
     }
 
@@ -66,6 +68,14 @@ fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("durable storage failed: {e}"))
 }
 
+/// The tally of a shard's calls ([`super::tally`]).
+const TALLY: &str = "durable_tally";
+
+/// Every status word a row holds, as a condition the index reads by (an
+/// `IN` on its first column: one range per word).
+const EVERY_WORD: &str =
+    "status IN ('waiting', 'working', 'parked', 'completed', 'failed', 'cancelled', 'purged')";
+
 fn int(ms: u64) -> SqlStorageValue {
     SqlStorageValue::from(i64::try_from(ms).unwrap_or(i64::MAX))
 }
@@ -86,7 +96,6 @@ impl<'a> SqliteStore<'a> {
         else {
             return Ok(None);
         };
-        self.held.call_table.set(true);
         Ok(rows.into_iter().next().map(Row::into_row))
     }
 
@@ -100,9 +109,15 @@ impl<'a> SqliteStore<'a> {
             Some(r) => SqlStorageValue::from(r),
             None => SqlStorageValue::Null,
         };
+        // An upsert, not `INSERT OR REPLACE`: a replace deletes the row
+        // without firing the delete trigger, and the counts would drift.
         self.sql
             .exec(
-                "INSERT OR REPLACE INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO durable_calls (id, version, status, claimed_at, journal, reply, updated_at, tool, principal) \
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET version = excluded.version, \
+                 status = excluded.status, claimed_at = excluded.claimed_at, journal = excluded.journal, \
+                 reply = excluded.reply, updated_at = excluded.updated_at, tool = excluded.tool, \
+                 principal = excluded.principal",
                 vec![
                     SqlStorageValue::from(id.to_string()),
                     SqlStorageValue::from(row.version),
@@ -111,6 +126,8 @@ impl<'a> SqliteStore<'a> {
                     SqlStorageValue::from(row.journal),
                     reply,
                     SqlStorageValue::from(row.updated_at),
+                    SqlStorageValue::from(row.tool),
+                    SqlStorageValue::from(row.principal),
                 ],
             )
             .map_err(storage_error)?;
@@ -127,7 +144,6 @@ impl<'a> SqliteStore<'a> {
         if self.held.call_table.get() {
             return Ok(());
         }
-        self.held.call_table.set(true);
         self.sql
             .exec(
                 "CREATE TABLE IF NOT EXISTS durable_calls (
@@ -137,29 +153,105 @@ impl<'a> SqliteStore<'a> {
                     claimed_at INTEGER NOT NULL,
                     journal TEXT NOT NULL,
                     reply TEXT,
-                    updated_at INTEGER NOT NULL) WITHOUT ROWID",
+                    updated_at INTEGER NOT NULL,
+                    tool TEXT NOT NULL DEFAULT '',
+                    principal TEXT NOT NULL DEFAULT '') WITHOUT ROWID",
                 None,
             )
-            .map(|_| ())
-            .map_err(storage_error)
+            .map_err(storage_error)?;
+        if !super::tally::exists(&self.sql, TALLY)? {
+            self.migrate()?;
+        }
+        self.held.call_table.set(true);
+        Ok(())
+    }
+
+    /// Brings a table made by an earlier release to this one's layout,
+    /// once (the tally table is the mark that it ran): a `tool` column,
+    /// every row's status word as it is listed (rows of older releases
+    /// said `awaiting_input` or `running`, or `completed` for a failed
+    /// call), the index by (status, updated, id) that pages and sweeps
+    /// read, and the counts with their triggers. The one full read of the
+    /// table there is; a new table has no rows to read.
+    fn migrate(&self) -> std::result::Result<(), McpError> {
+        super::tally::add_columns(
+            &self.sql,
+            "durable_calls",
+            &[
+                "tool TEXT NOT NULL DEFAULT ''",
+                "principal TEXT NOT NULL DEFAULT ''",
+            ],
+        )?;
+        let rows = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        for mut r in rows {
+            let id = std::mem::take(&mut r.id);
+            let word = r.status.clone();
+            // A row this release cannot read keeps its word: it is not
+            // listed, as before.
+            let Ok(call) = r.call() else { continue };
+            let (tool, principal) = if call.tomb {
+                ("", "")
+            } else {
+                (call.tool(), call.principal())
+            };
+            let now = crate::store::row_word(&call);
+            if tool.is_empty() && principal.is_empty() && now == word {
+                continue;
+            }
+            self.sql
+                .exec(
+                    "UPDATE durable_calls SET status = ?, tool = ?, principal = ? WHERE id = ?",
+                    vec![
+                        SqlStorageValue::from(now.to_string()),
+                        SqlStorageValue::from(tool.to_string()),
+                        SqlStorageValue::from(principal.to_string()),
+                        SqlStorageValue::from(id),
+                    ],
+                )
+                .map_err(storage_error)?;
+        }
+        super::tally::finish(
+            &self.sql,
+            "durable_calls_by_status ON durable_calls (status, updated_at, id)",
+            "durable_calls",
+            TALLY,
+        )
     }
 
     /// Deletes the calls last updated at or before `cutoff_ms` (idle for
     /// the whole TTL) and their logs; `false`
     /// when there is no table (an object that never stored a call has
-    /// nothing to sweep).
+    /// nothing to sweep). Through the index by status: each status's
+    /// oldest rows up to the cutoff, none after.
     fn delete_idle(&self, cutoff_ms: u64) -> std::result::Result<bool, McpError> {
+        // Made (and brought up to date) before it is read by its index.
+        if !super::sql::run(
+            &self.sql,
+            "SELECT id FROM durable_calls LIMIT 0",
+            Vec::new(),
+        )
+        .map_err(storage_error)?
+        {
+            return Ok(false);
+        }
+        self.ensure()?;
         // Their logs first: a call's rows go together.
         super::sql::run(
             &self.sql,
-            "DELETE FROM journal_log WHERE owner IN (SELECT id FROM durable_calls WHERE updated_at <= ?)",
+            &format!("DELETE FROM journal_log WHERE owner IN (SELECT id FROM durable_calls WHERE {EVERY_WORD} AND updated_at <= ?)"),
             vec![int(cutoff_ms)],
         )
         .map_err(storage_error)?;
         self.held.calls.clear();
         super::sql::run(
             &self.sql,
-            "DELETE FROM durable_calls WHERE updated_at <= ?",
+            &format!("DELETE FROM durable_calls WHERE {EVERY_WORD} AND updated_at <= ?"),
             vec![int(cutoff_ms)],
         )
         .map_err(storage_error)
@@ -187,18 +279,40 @@ impl<'a> SqliteStore<'a> {
     /// When the next call left is due to go: a finished one `retain_ms`
     /// after its last update, any other `ttl_ms` after (`None`: none left).
     fn next_due(&self, ttl_ms: u64, retain_ms: u64) -> std::result::Result<Option<u64>, McpError> {
-        let next = super::sql::rows::<Oldest>(
-            &self.sql,
-            "SELECT min(CASE WHEN status IN ('completed', 'failed', 'cancelled') THEN updated_at + ? \
-             ELSE updated_at + ? END) AS oldest FROM durable_calls",
-            vec![int(retain_ms), int(ttl_ms)],
-        )
-        .map_err(storage_error)?
-        .unwrap_or_default();
+        // Each status's oldest row, one step down the index each: no row
+        // is read whole. One row of scalar subqueries (a compound SELECT of
+        // seven terms is more than Cloudflare's SQLite allows); a status
+        // without rows counts as never, 2^53 - 1 (the largest integer a JS
+        // number holds), for the scalar `min`.
+        const NEXT_DUE: &str = "SELECT min(\
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'waiting') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'working') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'parked') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'completed') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'failed') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'cancelled') + ?, 9007199254740991), \
+            coalesce((SELECT min(updated_at) FROM durable_calls WHERE status = 'purged') + ?, 9007199254740991)\
+            ) AS oldest";
+        let (live, finished) = (int(ttl_ms), int(retain_ms));
+        let bind = vec![
+            live.clone(),
+            live.clone(),
+            live.clone(),
+            finished.clone(),
+            finished.clone(),
+            finished,
+            live,
+        ];
+        let query = NEXT_DUE;
+        let next = super::sql::rows::<Oldest>(&self.sql, query, bind)
+            .map_err(storage_error)?
+            .unwrap_or_default();
+        // Never: no row left.
         Ok(next
             .into_iter()
             .next()
             .and_then(|o| o.oldest)
+            .filter(|ms| *ms < 9_007_199_254_740_991.0)
             .map(|ms| ms as u64))
     }
 }
@@ -300,5 +414,105 @@ impl CallStore for SqliteStore<'_> {
         }
         self.bury_finished(now_ms.saturating_sub(retain_ms))?;
         self.next_due(ttl_ms, retain_ms)
+    }
+
+    #[cfg(feature = "admin")]
+    fn page(
+        &self,
+        status: kept::Status,
+        after: Option<(u64, &str)>,
+        until_ms: Option<u64>,
+        limit: usize,
+    ) -> std::result::Result<Vec<(String, StoredCall)>, McpError> {
+        if !self.listable()? {
+            return Ok(Vec::new());
+        }
+        let (updated, id) = after.map_or((-1, ""), |(u, id)| {
+            (i64::try_from(u).unwrap_or(i64::MAX), id)
+        });
+        let rows = super::sql::rows::<Row>(
+            &self.sql,
+            "SELECT id, version, status, claimed_at, journal, reply, updated_at FROM durable_calls \
+             WHERE status = ? AND (updated_at, id) > (?, ?) AND updated_at <= ? \
+             ORDER BY updated_at, id LIMIT ?",
+            vec![
+                SqlStorageValue::from(status.as_str().to_string()),
+                SqlStorageValue::from(updated),
+                SqlStorageValue::from(id.to_string()),
+                int(until_ms.unwrap_or(u64::MAX)),
+                SqlStorageValue::from(i64::try_from(limit).unwrap_or(i64::MAX)),
+            ],
+        )
+        .map_err(storage_error)?
+        .unwrap_or_default();
+        rows.into_iter()
+            .map(|mut r| {
+                let id = std::mem::take(&mut r.id);
+                Ok((id, r.call()?))
+            })
+            .collect()
+    }
+
+    #[cfg(feature = "admin")]
+    fn tally(&self) -> std::result::Result<kept::page::Tally, McpError> {
+        if !self.listable()? {
+            return Ok(Default::default());
+        }
+        super::tally::read(&self.sql, TALLY)
+    }
+
+    #[cfg(feature = "admin")]
+    fn newer(&self, status: kept::Status, since_ms: u64) -> std::result::Result<u64, McpError> {
+        if !self.listable()? {
+            return Ok(0);
+        }
+        super::tally::count(
+            &self.sql,
+            "SELECT count(*) AS n FROM durable_calls WHERE status = ? AND updated_at > ?",
+            vec![
+                SqlStorageValue::from(status.as_str().to_string()),
+                int(since_ms),
+            ],
+        )
+    }
+
+    #[cfg(feature = "admin")]
+    fn matched(
+        &self,
+        status: kept::Status,
+        tool: Option<&str>,
+        principal: Option<&str>,
+        until_ms: Option<u64>,
+    ) -> std::result::Result<u64, McpError> {
+        if !self.listable()? {
+            return Ok(0);
+        }
+        super::tally::count(
+            &self.sql,
+            "SELECT count(*) AS n FROM durable_calls WHERE status = ? AND updated_at <= ? \
+             AND (? IS NULL OR tool = ?) AND (? IS NULL OR principal = ?)",
+            super::tally::matching(status, tool, principal, until_ms),
+        )
+    }
+}
+
+#[cfg(feature = "admin")]
+impl SqliteStore<'_> {
+    /// Whether the shard holds a table to list, brought up to date (an
+    /// object that never stored a call makes none).
+    fn listable(&self) -> std::result::Result<bool, McpError> {
+        if self.held.call_table.get() {
+            return self.ensure().map(|()| true);
+        }
+        let there = super::sql::run(
+            &self.sql,
+            "SELECT id FROM durable_calls LIMIT 0",
+            Vec::new(),
+        )
+        .map_err(storage_error)?;
+        if there {
+            self.ensure()?;
+        }
+        Ok(there)
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct Held {
     pub(crate) task: Warm<TaskRecord>,
     /// The durable calls' table exists (see `SqliteStore`).
     pub(crate) call_table: Cell<bool>,
+    /// The hub's index is made and up to date (see `SqliteIndex`).
+    pub(crate) index_table: Cell<bool>,
     /// The log's table exists.
     log_table: Cell<bool>,
 }
@@ -40,6 +42,7 @@ impl Held {
         self.sessions.clear();
         self.task.clear();
         self.call_table.set(false);
+        self.index_table.set(false);
         self.log_table.set(false);
     }
 }

@@ -31,6 +31,7 @@ mod meter_store;
 mod object;
 mod session_store;
 mod sql;
+mod tally;
 mod task_store;
 
 use std::cell::RefCell;

@@ -173,7 +173,7 @@ impl Object {
         SqliteStore<'_>,
         SqliteSessionStore<'_>,
         SqliteTaskStore<'_>,
-        SqliteIndex,
+        SqliteIndex<'_>,
         Meter,
     ) {
         let sql = self.state.storage().sql();
@@ -181,7 +181,7 @@ impl Object {
             SqliteStore::new(sql.clone(), &self.held),
             SqliteSessionStore::new(sql.clone(), &self.session_meta, &self.held),
             SqliteTaskStore::new(sql.clone(), &self.held),
-            SqliteIndex::new(sql.clone()),
+            SqliteIndex::new(sql.clone(), &self.held),
             Meter::new(sql),
         )
     }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 
 use super::object::{self, Ask, Body, Entries};
 use super::pages::{self, Page};
+use super::paging;
 use super::request::{filter_of, query, Op};
 use crate::admin::summary::DURABLE_PREFIX;
 use crate::admin::{
@@ -21,6 +22,7 @@ use crate::effects::Reply;
 use crate::error::{ErrorKind, McpError};
 use crate::http::{HttpRequest, HttpResponse};
 use crate::index::IndexEntry;
+use crate::kept::page as keep;
 use crate::kept::versions::ToolCode;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
@@ -51,6 +53,10 @@ enum Stage {
     Enter,
     /// Principals' meters, in the order of `meters`.
     Limits(Vec<String>),
+    /// An API listing: the hub's page of tasks and every shard's page.
+    Paging,
+    /// An API listing: each live session's calls.
+    PagingSessions,
 }
 
 /// One admin request under way.
@@ -66,6 +72,7 @@ pub struct Job {
     calls: Vec<CallSummary>,
     /// The request's path (its query dropped): what a refusal names.
     path: String,
+    pages: paging::Pages,
 }
 
 fn bad(message: impl Into<String>) -> Reply {
@@ -119,6 +126,7 @@ pub fn start(server: &Server, req: &HttpRequest, operator: &str, env: &Env) -> (
         paused: Vec::new(),
         calls: Vec::new(),
         path: String::new(),
+        pages: paging::Pages::default(),
     };
     let path = req.path.split('?').next().unwrap_or(&req.path);
     // Held to `ALLOWED_HOSTS` as the pages are (a console opened under a
@@ -378,7 +386,115 @@ impl Job {
             until_ms: None,
             key,
             answer,
+            ..Body::default()
         }
+    }
+
+    /// An API listing asks each keeper for a page of what passes the
+    /// filter after the cursor, and its counts: the hub for its tasks,
+    /// every shard for its durable calls (a keeper of a kind the filter
+    /// leaves out gives its counts alone).
+    fn first_page(&mut self, server: &Server) -> Step {
+        let Op::List {
+            filter,
+            limit,
+            cursor,
+        } = &self.op
+        else {
+            return Step::Answer(bad("not a listing"));
+        };
+        let mut f = filter.clone();
+        let until_ms = f
+            .older_than_ms
+            .take()
+            .map(|age| self.now_ms.saturating_sub(age));
+        let body = |kind: Kind| Body {
+            page: Some(paging::ask(&f, cursor.as_ref(), {
+                if filter.kind.is_none_or(|k| k == kind) {
+                    *limit
+                } else {
+                    0
+                }
+            })),
+            until_ms,
+            ..Body::default()
+        };
+        // The hub (what it indexed before the index had shards), each
+        // index shard, each call shard: every one a keeper of its own.
+        let tasks = body(Kind::Task);
+        let mut asks = vec![ask(hub(server), Ask::IndexPage, &tasks)];
+        asks.extend(crate::host::index_shards().map(|name| ask(name, Ask::IndexPage, &tasks)));
+        let shard = body(Kind::Durable);
+        asks.extend(
+            shards(server)
+                .into_iter()
+                .map(|s| ask(s, Ask::Page, &shard)),
+        );
+        self.stage = Stage::Paging;
+        Step::Ask(asks)
+    }
+
+    /// Adds a keeper's page and counts (`kind`: what it keeps).
+    fn paged(&mut self, v: &mut Value, kind: Kind) {
+        if let Op::List { filter, .. } = &self.op {
+            self.pages.add(v, kind, filter);
+        }
+    }
+
+    fn page_gathered(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
+        let mut answers = answers.into_iter();
+        let Some(mut hub) = answers.next().as_ref().and_then(read::<Value>) else {
+            return Step::Answer(unreachable());
+        };
+        self.entries = serde_json::from_value(hub["sessions"].take()).unwrap_or_default();
+        self.paused = serde_json::from_value(hub["paused"].take()).unwrap_or_default();
+        server.paused.set(self.paused.clone(), self.now_ms);
+        self.paged(&mut hub, Kind::Task);
+        for a in answers.by_ref().take(crate::host::INDEX_SHARDS as usize) {
+            let Some(mut v) = read::<Value>(&a) else {
+                return Step::Answer(unreachable());
+            };
+            let more: Vec<IndexEntry> =
+                serde_json::from_value(v["sessions"].take()).unwrap_or_default();
+            self.entries.extend(more);
+            self.paged(&mut v, Kind::Task);
+        }
+        for a in answers {
+            let Some(mut v) = read::<Value>(&a) else {
+                return Step::Answer(unreachable());
+            };
+            self.paged(&mut v, Kind::Durable);
+        }
+        let sessions: Vec<(String, HttpRequest)> = (self.entries.iter())
+            .filter(|e| e.kind == Kind::Session)
+            .map(|e| ask(e.object.clone(), Ask::List, &Body::default()))
+            .collect();
+        if sessions.is_empty() {
+            return self.page_answer();
+        }
+        self.stage = Stage::PagingSessions;
+        Step::Ask(sessions)
+    }
+
+    /// The sessions' calls (each session listed whole, as before) join
+    /// the pages; the page and its counts are answered.
+    fn page_answer(&mut self) -> Step {
+        let Op::List {
+            filter,
+            limit,
+            cursor,
+        } = &self.op
+        else {
+            return Step::Answer(bad("not a listing"));
+        };
+        let calls = std::mem::take(&mut self.calls);
+        let pages = std::mem::take(&mut self.pages);
+        let listing = pages.listing(calls, (filter, *limit, cursor.as_ref()), self.now_ms);
+        let listing = Listing {
+            paused_tools: self.paused.clone(),
+            ..listing
+        };
+        Step::Answer(Reply::new(super::json(200, &json!(listing))))
     }
 
     /// The first requests.
@@ -434,13 +550,13 @@ impl Job {
                 };
                 Step::Ask(vec![ask(hub(server), Ask::SpendLink, &body)])
             }
-            Op::List { .. }
-            | Op::Cancel { .. }
-            | Op::Hold { .. }
-            | Op::Outside { .. }
-            | Op::Export(_)
-            | Op::Purge(_)
-            | Op::Versions => {
+            Op::List { .. } if self.page.is_none() => self.first_page(server),
+            // Calls named by id: only a task's or a session's object has to
+            // be looked up (in the index); no shard is listed.
+            Op::Cancel { ids: Some(_), .. } | Op::Hold { .. } | Op::Outside { .. } => {
+                Step::Ask(entries)
+            }
+            Op::List { .. } | Op::Cancel { .. } | Op::Export(_) | Op::Purge(_) | Op::Versions => {
                 let mut asks = entries;
                 asks.extend(
                     shards(server)
@@ -456,6 +572,14 @@ impl Job {
     pub fn resume(&mut self, server: &Server, answers: Vec<HttpResponse>) -> Step {
         match self.stage {
             Stage::Gather => self.gathered(server, answers),
+            Stage::Paging => self.page_gathered(server, answers),
+            Stage::PagingSessions => {
+                for a in &answers {
+                    self.calls
+                        .extend(read::<Vec<CallSummary>>(a).unwrap_or_default());
+                }
+                self.page_answer()
+            }
             Stage::Sessions => {
                 for a in &answers {
                     self.calls
@@ -600,22 +724,26 @@ impl Job {
                 limit,
                 cursor,
             } => {
+                // The console's listing reads every call (it shows each
+                // tool's versions too); its pages resume as the API's do.
                 let matched: Vec<&CallSummary> = self
                     .calls
                     .iter()
                     .filter(|c| filter.admits(c, now))
                     .collect();
-                let end = cursor.saturating_add(*limit).min(matched.len());
+                let after: Vec<&CallSummary> = (matched.iter().copied())
+                    .filter(|c| cursor.as_ref().is_none_or(|k| keep::Key::of(c) > *k))
+                    .collect();
+                let page: Vec<CallSummary> =
+                    after.iter().take(*limit).map(|c| (*c).clone()).collect();
+                let next_cursor = (after.len() > page.len())
+                    .then(|| page.last().map(|c| paging::encode(&keep::Key::of(c))))
+                    .flatten();
                 let listing = Listing {
-                    calls: matched
-                        .get((*cursor).min(end)..end)
-                        .unwrap_or_default()
-                        .iter()
-                        .map(|c| (*c).clone())
-                        .collect(),
+                    calls: page,
                     matched: matched.len(),
                     counts,
-                    next_cursor: (end < matched.len()).then(|| end.to_string()),
+                    next_cursor,
                     now_ms: now,
                     paused_tools: self.paused.clone(),
                 };
@@ -769,7 +897,8 @@ mod tests {
         assert_eq!(f.tool.as_deref(), Some("deploy"));
         assert_eq!(f.status, vec![Status::Waiting, Status::Parked]);
         assert_eq!(f.older_than_ms, Some(900_000));
-        assert_eq!((limit, cursor), (9, 0));
+        assert_eq!((limit, cursor), (9, None));
+        assert!(filter_of(&query("/x?cursor=50")).is_err());
         assert!(filter_of(&query("/x?status=asleep")).is_err());
         assert_eq!(percent_encoding_decode("s.ab%2Ecd"), "s.ab.cd");
     }

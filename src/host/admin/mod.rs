@@ -14,6 +14,8 @@
 //! - `object.rs`: an operation inside an object (a shard, a session, a
 //!   task, the hub).
 //! - `hold.rs`: pausing and resuming one call, in the object keeping it.
+//! - `paging.rs`: a listing's page and counts from each keeper's, and its
+//!   cursor.
 //! - `each.rs`: an operation on named calls, each in its keeper (the one
 //!   place an admin id is told apart by keeper).
 //! - `pass.rs`: the console's sign-in link and cookie, and its form token.
@@ -27,6 +29,7 @@ mod job;
 pub(crate) mod object;
 mod outside;
 mod pages;
+mod paging;
 mod pass;
 mod request;
 

@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 use super::super::kept::by_id;
 use super::super::Stores;
 use super::each::each;
+use super::paging;
 use crate::admin::summary;
 use crate::admin::{CallDetail, CallSummary};
 use crate::effects::Reply;
@@ -28,6 +29,12 @@ pub(crate) const ADMIN_HEADER: &str = "x-durable-mcp-admin";
 pub(crate) enum Ask {
     /// Every call it keeps, summarized.
     List,
+    /// A shard: one page of its durable calls and its counts
+    /// ([`crate::kept::page`]).
+    Page,
+    /// The hub: one page of the tasks its index holds, its counts, the
+    /// live sessions and the paused tools.
+    IndexPage,
     /// One call whole (`ids[0]`).
     Show,
     /// Cancel these.
@@ -68,9 +75,16 @@ pub(crate) struct Body {
     /// The operator's name (written into a cancelled call's history).
     #[serde(default)]
     pub(crate) operator: String,
-    /// Until when a mark is kept ([`Ask::SpendLink`]).
+    /// Until when a mark is kept ([`Ask::SpendLink`]); only rows changed
+    /// at or before it ([`Ask::Page`], [`Ask::IndexPage`]: `olderThan`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) until_ms: Option<u64>,
+    /// A page's ask ([`Ask::Page`], [`Ask::IndexPage`]): what its rows
+    /// must pass, where the last page ended and how many it holds, as
+    /// `paging` writes and reads it (kept a JSON value here, so a Worker
+    /// that never pages links no code for it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) page: Option<Value>,
     /// The question ([`Ask::Answer`], [`Ask::Rewind`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) key: Option<String>,
@@ -148,6 +162,13 @@ fn answer(
 ) -> Result<Reply, McpError> {
     match op {
         Ask::List => Ok(ok(&list(stores)?)),
+        Ask::Page => Ok(ok(&paging::shard(stores, &asked(body), env.now_ms)?)),
+        Ask::IndexPage => {
+            let mut page = paging::index(stores, &asked(body), env.now_ms)?;
+            page["sessions"] = json!(stores.index.sessions()?);
+            page["paused"] = json!(stores.index.paused_tools()?);
+            Ok(ok(&page))
+        }
         Ask::Show => {
             let id = body.ids.first().map(String::as_str).unwrap_or_default();
             Ok(ok(&show(server, stores, id)?))
@@ -287,6 +308,11 @@ fn cancel<'s>(
         }
         k.cancel(server, env.now_ms, &why)
     })
+}
+
+/// What a page asks of a keeper.
+fn asked(body: &Body) -> paging::Asked {
+    paging::Asked::read(body.page.as_ref(), body.until_ms)
 }
 
 /// The paused calls named, as the deploy check reads them.

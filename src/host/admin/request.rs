@@ -2,6 +2,7 @@
 //! is narrowed by reads from a query (the API's and the console's alike).
 
 use crate::admin::{Filter, Kind, Status};
+use crate::kept::page::Key;
 
 /// The longest page a listing gives.
 const MAX_LIMIT: usize = 500;
@@ -12,7 +13,8 @@ pub(crate) enum Op {
     List {
         filter: Filter,
         limit: usize,
-        cursor: usize,
+        /// Where the last page ended (see `paging`).
+        cursor: Option<Key>,
     },
     Show(String),
     Cancel {
@@ -92,9 +94,11 @@ pub(crate) fn query(path: &str) -> Vec<(String, String)> {
 }
 
 /// A filter (and page) from query pairs; `Err` names what does not read.
-pub(crate) fn filter_of(pairs: &[(String, String)]) -> Result<(Filter, usize, usize), String> {
+pub(crate) fn filter_of(
+    pairs: &[(String, String)],
+) -> Result<(Filter, usize, Option<Key>), String> {
     let mut f = Filter::default();
-    let (mut limit, mut cursor) = (DEFAULT_LIMIT, 0);
+    let (mut limit, mut cursor) = (DEFAULT_LIMIT, None);
     for (k, v) in pairs {
         if v.is_empty() {
             continue;
@@ -120,11 +124,7 @@ pub(crate) fn filter_of(pairs: &[(String, String)]) -> Result<(Filter, usize, us
                     .map_err(|_| "limit must be a whole number".to_string())?
                     .clamp(1, MAX_LIMIT)
             }
-            "cursor" => {
-                cursor = v
-                    .parse()
-                    .map_err(|_| "cursor is not one this server gave".to_string())?
-            }
+            "cursor" => cursor = Some(super::paging::decode(v)?),
             _ => {}
         }
     }
