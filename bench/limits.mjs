@@ -225,6 +225,14 @@ export async function limitsPass(workers) {
     console.log(`| with noisy | ${(100 * success(together)).toFixed(2)} % | ${ms(quantile(pool(together), 0.5))} ms | ${ms(p99Together)} ms |`);
     const p99Unlimited = quantile(pool(unlimited), 0.99);
     console.log(`| with noisy not limited (the control) | ${(100 * success(unlimited)).toFixed(2)} % | ${ms(quantile(pool(unlimited), 0.5))} ms | ${ms(p99Unlimited)} ms |`);
+    // What steady got that was not a success, by status ('error': no answer).
+    const failed = (runs) => {
+      const c = {};
+      for (const r of runs) for (const [k, n] of Object.entries(r.codes)) if (!k.startsWith('2')) c[k] = (c[k] ?? 0) + n;
+      return c;
+    };
+    const steadyFailed = { alone: failed(alone), withNoisy: failed(together), control: failed(unlimited) };
+    if (Object.values(steadyFailed).some((c) => Object.keys(c).length)) console.log(`steady's failures: ${JSON.stringify(steadyFailed)}`);
     console.log(`steady's p99 with noisy / alone: ${(p99Together / p99Alone).toFixed(2)}×; noisy admitted `
       + `${noisyOk.toFixed(1)}/s (its limit ${NOISY_RATE}/1s: at most ${noisyMost.toFixed(1)}/s over the ${FIXED_SECONDS + 1} windows a run touches), `
       + `refused ${noisy429} with 429, other failures ${noisyOther}`);
@@ -232,7 +240,7 @@ export async function limitsPass(workers) {
       overhead: rps,
       fairness: { steadyAlone: { success: success(alone), p99: p99Alone }, steadyWithNoisy: { success: success(together), p99: p99Together },
         steadyWithNoisyUnlimited: { success: success(unlimited), p99: p99Unlimited },
-        noisyAdmittedPerSecond: noisyOk, noisyRefused: noisy429, noisyOtherFailures: noisyOther },
+        noisyAdmittedPerSecond: noisyOk, noisyRefused: noisy429, noisyOtherFailures: noisyOther, steadyFailed },
     };
   } finally {
     stop();

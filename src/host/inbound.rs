@@ -338,7 +338,7 @@ impl Inbound {
         let lease = || format!("l{}", crate::server::new_call_id(&self.env));
         match check(server, principal, &m, lease, self.env.now_ms) {
             Check::Free | Check::Spare => self.go(route, None),
-            Check::Refused(r) => self.refuse(server, route, &m, &r),
+            Check::Refused { refusal, logged } => self.refuse(server, route, &m, &refusal, logged),
             Check::Ask {
                 meter,
                 request,
@@ -383,23 +383,30 @@ impl Inbound {
             server.spare.keep(key, &v);
         }
         match v {
-            crate::limits::Verdict::Refused(r) => self.refuse(server, a.route, &a.metered, &r),
+            crate::limits::Verdict::Refused(r) => {
+                self.refuse(server, a.route, &a.metered, &r, false)
+            }
             // The lease goes with the round only when the meter keeps it.
             crate::limits::Verdict::Admitted(ok) => self.go(a.route, ok.leased.then_some(a.lease)),
         }
     }
 
-    /// Refuses a call over a limit, logged. A new task is kept instead,
-    /// `working`, and runs when its meter admits it.
+    /// Refuses a call over a limit, logged (unless `logged`: a window's
+    /// refusal this isolate answers counts towards one line for the
+    /// window). A new task is kept instead, `working`, and runs when its
+    /// meter admits it.
     fn refuse(
         &mut self,
         server: &Server,
         route: Route,
         m: &Metered,
         refusal: &crate::limits::Refusal,
+        logged: bool,
     ) -> Step {
-        let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
-        server.log(super::meter::refusal_line(server, principal, refusal));
+        if !logged {
+            let principal = self.caller.as_ref().map_or("", |c| c.principal.as_str());
+            server.log(super::meter::refusal_line(server, principal, refusal, 1));
+        }
         match route {
             Route::Object { name, mut request } if m.task => {
                 let text = serde_json::to_string(refusal).unwrap_or_default();

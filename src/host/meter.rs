@@ -80,8 +80,13 @@ pub(super) enum Check {
     Free,
     /// Admitted from what this isolate holds ahead: run it.
     Spare,
-    /// Refused from what this isolate holds (a window still full).
-    Refused(crate::limits::Refusal),
+    /// Refused from what this isolate holds (a window still full); its
+    /// window's first refusal was logged, this one is counted towards the
+    /// line written when the window is over.
+    Refused {
+        refusal: crate::limits::Refusal,
+        logged: bool,
+    },
     /// Ask the meter (its object, the request) for the round's `lease`;
     /// `spare`: the key its answer is kept under in this isolate.
     Ask {
@@ -110,9 +115,18 @@ pub(super) fn check(
     let spare = (m.new && !m.task && crate::limits::windows_only(&limits))
         .then(|| format!("{principal}\n{}", m.tool));
     if let Some(key) = &spare {
-        match server.spare.take(key, now_ms) {
+        let took = server.spare.take(key, now_ms);
+        for (r, n) in server.spare.quieted() {
+            server.log(refusal_line(server, principal, &r, n));
+        }
+        match took {
             Some(Ok(())) => return Check::Spare,
-            Some(Err(r)) => return Check::Refused(r),
+            Some(Err(r)) => {
+                return Check::Refused {
+                    refusal: r,
+                    logged: true,
+                }
+            }
             None => {}
         }
     }
@@ -174,9 +188,16 @@ pub(super) fn release(server: &Server, value: &str) {
     }
 }
 
-/// The log line a refusal writes: the limit and whose (the principal as a
-/// digest, as a round's line names it).
-pub(super) fn refusal_line(server: &Server, principal: &str, r: &crate::limits::Refusal) -> String {
+/// The log line refusals write: the limit and whose (the principal as a
+/// digest, as a round's line names it), and how many requests it refused
+/// (`refused`: 1 for a window's first in an isolate; for the rest of the
+/// window, answered from the isolate, one line once it is over).
+pub(super) fn refusal_line(
+    server: &Server,
+    principal: &str,
+    r: &crate::limits::Refusal,
+    refused: u32,
+) -> String {
     serde_json::json!({
         "event": "limited",
         "service": server.config.name,
@@ -186,6 +207,7 @@ pub(super) fn refusal_line(server: &Server, principal: &str, r: &crate::limits::
         "scope": r.scope,
         "max": r.max,
         "retryAfter": r.retry_after,
+        "refused": refused,
     })
     .to_string()
 }

@@ -146,6 +146,10 @@ pub struct Spare {
     /// By key (a principal and a tool): a short list in an isolate, read
     /// through (a map per value type costs its own code).
     held: RefCell<Vec<(String, Held)>>,
+    /// Refusals answered here since their window's first (which was
+    /// logged), whose window has ended: each to be logged once, with how
+    /// many there were ([`Spare::quieted`]).
+    quieted: RefCell<Vec<(Refusal, u32)>>,
 }
 
 #[derive(Debug)]
@@ -159,7 +163,9 @@ enum Held {
         batch: u32,
         asking: bool,
     },
-    Refused(Refusal),
+    /// A window's refusal, and how many requests it refused here since
+    /// the one that was logged.
+    Refused(Refusal, u32),
 }
 
 /// How many new calls a window-limited call asks its meter for at once:
@@ -189,6 +195,20 @@ impl Spare {
     /// `None` ask the meter.
     pub fn take(&self, key: &str, now_ms: u64) -> Option<Result<(), Refusal>> {
         let mut held = self.held.borrow_mut();
+        // Any window's refusals that are over are handed over now, not
+        // only at their own key's next call (which may never come).
+        let mut i = 0;
+        while i < held.len() {
+            match &held[i].1 {
+                Held::Refused(r, n) if r.retry_at <= now_ms && held[i].0 != key => {
+                    if *n > 0 {
+                        self.quieted.borrow_mut().push((r.clone(), *n));
+                    }
+                    held.swap_remove(i);
+                }
+                _ => i += 1,
+            }
+        }
         let at = held.iter().position(|(k, _)| k == key)?;
         let answer = match &mut held[at].1 {
             Held::Left {
@@ -205,13 +225,29 @@ impl Spare {
                 *n -= 1;
                 Some(Ok(()))
             }
-            Held::Refused(r) if r.retry_at > now_ms => Some(Err(r.clone())),
+            Held::Refused(r, n) if r.retry_at > now_ms => {
+                *n += 1;
+                Some(Err(r.clone()))
+            }
             _ => None,
         };
         if answer.is_none() {
-            held.swap_remove(at);
+            if let (_, Held::Refused(r, n)) = held.swap_remove(at) {
+                if n > 0 {
+                    self.quieted.borrow_mut().push((r, n));
+                }
+            }
         }
         answer
+    }
+
+    /// The refusals answered here whose window has ended, each with how
+    /// many requests it refused after the first: a request refused from
+    /// here writes no line of its own (a principal looping against its
+    /// limit would otherwise write one per request, at the cost of a
+    /// request's work), and the window's count is logged once it is over.
+    pub fn quieted(&self) -> Vec<(Refusal, u32)> {
+        std::mem::take(&mut *self.quieted.borrow_mut())
     }
 
     /// Keeps what a meter answered for `key`: admissions granted ahead, or
@@ -235,7 +271,7 @@ impl Spare {
                 }
             }
             Verdict::Refused(r) if matches!(r.limit, Kind::Rate | Kind::Daily) => {
-                Held::Refused(r.clone())
+                Held::Refused(r.clone(), 0)
             }
             _ => {
                 if let Some(Held::Left { asking, .. }) = at.map(|i| &mut held[i].1) {
@@ -283,5 +319,36 @@ mod tests {
         assert_eq!(spare.take("k", 1), None, "none left");
         spare.keep("k", &granted(7, 1000));
         assert_eq!(spare.take("k", 1000), None, "the window ended");
+    }
+
+    #[test]
+    fn a_kept_refusal_counts_what_it_refuses_and_hands_it_over_when_its_window_ends() {
+        let spare = Spare::default();
+        let r = Refusal {
+            limit: Kind::Rate,
+            scope: "principal".into(),
+            tool: "t".into(),
+            max: 5,
+            period: Some("1s".into()),
+            retry_after: 1,
+            retry_at: 2000,
+        };
+        spare.keep("k", &Verdict::Refused(r.clone()));
+        for _ in 0..4 {
+            assert_eq!(spare.take("k", 1500), Some(Err(r.clone())));
+        }
+        assert!(spare.quieted().is_empty(), "the window is not over");
+        assert_eq!(spare.take("k", 2000), None, "over: ask the meter");
+        assert_eq!(spare.quieted(), vec![(r.clone(), 4)]);
+        assert!(spare.quieted().is_empty(), "handed over once");
+        // A refusal that refused nothing more hands nothing over.
+        spare.keep("k", &Verdict::Refused(r.clone()));
+        assert_eq!(spare.take("k", 3000), None);
+        assert!(spare.quieted().is_empty());
+        // Another key's call hands over a window that is over.
+        spare.keep("k", &Verdict::Refused(r.clone()));
+        assert_eq!(spare.take("k", 1000), Some(Err(r.clone())));
+        assert_eq!(spare.take("other", 2500), None);
+        assert_eq!(spare.quieted(), vec![(r.clone(), 1)]);
     }
 }
