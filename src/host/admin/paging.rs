@@ -144,52 +144,65 @@ fn answer(part: Part, tally: &Tally, newer: [u64; 3], counted: Option<u64>) -> V
 /// A call shard's page: its durable calls after the cursor, and its
 /// counts.
 pub(super) fn shard(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
-    // Nothing counted: nothing listed either (a keeper holding no call,
-    // or tombstones alone), and nothing more to read.
-    let tally = stores.call.tally()?;
-    if tally.is_empty() {
-        return Ok(answer(Part::default(), &tally, [0; 3], Some(0)));
-    }
-    let part = if a.limit == 0 {
-        Part::default()
-    } else {
-        let admits = |c: &CallSummary| a.filter.admits(c, now_ms);
-        page::read(
-            &a.statuses,
-            a.after.as_ref(),
-            a.limit,
-            admits,
-            |s, after, n| {
-                let after = after.map(|k| bound(k, DURABLE_PREFIX));
-                let rows = (stores.call).page(
-                    s,
-                    after.as_ref().map(|(u, id)| (*u, id.as_str())),
-                    a.until_ms,
-                    n,
-                )?;
-                Ok(rows
-                    .iter()
-                    .map(|(id, c)| {
-                        // Listed by the row's own clock, the one its index
-                        // orders by.
-                        let mut s = c.summary(id);
-                        s.updated_ms = c.updated_ms;
-                        s
-                    })
-                    .collect())
-            },
-        )?
+    let fetch = |s, after: Option<&Key>, n| {
+        let after = after.map(|k| bound(k, DURABLE_PREFIX));
+        let rows = (stores.call).page(
+            s,
+            after.as_ref().map(|(u, id)| (*u, id.as_str())),
+            a.until_ms,
+            n,
+        )?;
+        Ok(rows
+            .iter()
+            .map(|(id, c)| {
+                // Listed by the row's own clock, the one its index
+                // orders by.
+                let mut s = c.summary(id);
+                s.updated_ms = c.updated_ms;
+                s
+            })
+            .collect())
     };
-    let newer = newer(now_ms, |s, since| stores.call.newer(s, since))?;
-    let counted = counted(a, |s, t, p, u| stores.call.matched(s, t, p, u))?;
-    Ok(answer(part, &tally, newer, counted))
+    keeper(
+        a,
+        now_ms,
+        stores.call.tally()?,
+        fetch,
+        |s, since| stores.call.newer(s, since),
+        |s, t, p, u| stores.call.matched(s, t, p, u),
+    )
 }
 
-/// The hub's page of the tasks its index holds, and their counts.
+/// An index shard's page of the tasks it holds, and their counts.
 pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value, McpError> {
-    // As a shard's: nothing counted, nothing to read (most index shards
-    // hold few tasks, or none).
-    let tally = stores.index.tally()?;
+    let fetch = |s, after: Option<&Key>, n| {
+        let after = after.map(|k| (k.updated_ms, k.id.as_str()));
+        let rows = stores.index.page(s, after, a.until_ms, n)?;
+        Ok(rows.into_iter().filter_map(|e| e.summary).collect())
+    };
+    keeper(
+        a,
+        now_ms,
+        stores.index.tally()?,
+        fetch,
+        |s, since| stores.index.newer(s, since),
+        |s, t, p, u| stores.index.matched(s, t, p, u),
+    )
+}
+
+/// A keeper's answer (a call shard's, an index shard's): its page after
+/// the cursor through `fetch`, its counts, its paused calls by age and,
+/// for a filter its counts cannot say, how many match.
+fn keeper(
+    a: &Asked,
+    now_ms: u64,
+    tally: Tally,
+    fetch: impl FnMut(Status, Option<&Key>, usize) -> Result<Vec<CallSummary>, McpError>,
+    newer_of: impl Fn(Status, u64) -> Result<u64, McpError>,
+    matched_of: impl Fn(Status, Option<&str>, Option<&str>, Option<u64>) -> Result<u64, McpError>,
+) -> Result<Value, McpError> {
+    // Nothing counted: nothing listed either (a keeper holding no call,
+    // or tombstones alone; most index shards hold few tasks, or none).
     if tally.is_empty() {
         return Ok(answer(Part::default(), &tally, [0; 3], Some(0)));
     }
@@ -197,20 +210,10 @@ pub(super) fn index(stores: &Stores<'_>, a: &Asked, now_ms: u64) -> Result<Value
         Part::default()
     } else {
         let admits = |c: &CallSummary| a.filter.admits(c, now_ms);
-        page::read(
-            &a.statuses,
-            a.after.as_ref(),
-            a.limit,
-            admits,
-            |s, after, n| {
-                let after = after.map(|k| (k.updated_ms, k.id.as_str()));
-                let rows = stores.index.page(s, after, a.until_ms, n)?;
-                Ok(rows.into_iter().filter_map(|e| e.summary).collect())
-            },
-        )?
+        page::read(&a.statuses, a.after.as_ref(), a.limit, admits, fetch)?
     };
-    let newer = newer(now_ms, |s, since| stores.index.newer(s, since))?;
-    let counted = counted(a, |s, t, p, u| stores.index.matched(s, t, p, u))?;
+    let newer = newer(now_ms, newer_of)?;
+    let counted = counted(a, matched_of)?;
     Ok(answer(part, &tally, newer, counted))
 }
 
