@@ -90,6 +90,13 @@ macro_rules! entry {
                 $crate::worker::fetch(req, env, ctx, build)
             }
 
+            // The server built as the module loads, not on the first
+            // request (`durable_mcp::worker::at_start`).
+            #[::worker::wasm_bindgen::prelude::wasm_bindgen(start, private, wasm_bindgen = ::worker::wasm_bindgen)]
+            fn __durable_mcp_start() {
+                $crate::worker::at_start(build)
+            }
+
             /// Every durable call, 2025-11-25 session and the listen hub.
             #[::worker::durable_object]
             pub struct McpObject {

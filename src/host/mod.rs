@@ -36,6 +36,7 @@ mod object;
 mod outside;
 pub mod page;
 mod place;
+mod rehearse;
 mod route;
 
 pub use announce::{
@@ -46,6 +47,7 @@ pub use inbound::{Inbound, Step};
 pub use meter::{admission_request, admitted, meter_notes};
 pub use object::{alarm, handle_in_object};
 pub use place::{placement, Placement};
+pub use rehearse::rehearse;
 pub use route::{client_headers, object_headers};
 pub use route::{hub_name, HUB};
 

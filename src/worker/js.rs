@@ -17,6 +17,18 @@ use wasm_bindgen::prelude::wasm_bindgen;
 use worker::worker_sys::web_sys;
 
 #[wasm_bindgen(inline_js = r#"
+import * as workers from "cloudflare:workers";
+
+// `task(env)` once the module has loaded, with the Worker's bindings as
+// `cloudflare:workers` exports them (nothing where the runtime exports
+// none). In a promise's callback: what it throws (a Rust panic included)
+// rejects that promise, caught here, and cannot fail the module's load.
+export function at_start(task) {
+  const env = workers.env;
+  if (env === undefined || env === null) return;
+  Promise.resolve(env).then(task).catch(() => {});
+}
+
 export function request_head(req, wanted) {
   const headers = req.headers;
   let out = req.method + "\n" + req.url;
@@ -97,6 +109,10 @@ export function new_request(url, method, headers, body, stream) {
 }
 "#)]
 extern "C" {
+    /// Calls `task` with the Worker's bindings once the module has loaded
+    /// (see [`super::at_start`]).
+    pub(crate) fn at_start(task: wasm_bindgen::JsValue);
+
     /// `METHOD \n URL (\n name \n value)*`, only the headers in `wanted`
     /// (names as the runtime gives them: lower case; no header holds a
     /// newline).
