@@ -140,7 +140,7 @@ pub(crate) fn verify<C: for<'de> Deserialize<'de>>(
     }
     // From text, as the stores read JSON (one reader linked, not two).
     let claims: C =
-        serde_json::from_str(&String::from_utf8(URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?)
+        crate::json::from_str(&String::from_utf8(URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?)
             .ok()?;
     let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
     let full = ring.tag(

@@ -31,6 +31,7 @@ pub mod error;
 pub mod host;
 pub mod http;
 pub mod index;
+mod json;
 pub mod kept;
 pub mod limits;
 pub mod outbound;

@@ -241,7 +241,7 @@ impl Parts<'_> {
     /// from text, and one reader of each type is linked rather than two
     /// (a malformed payload is refused either way).
     fn json<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
-        serde_json::from_str(std::str::from_utf8(&self.payload).ok()?).ok()
+        crate::json::from_str(std::str::from_utf8(&self.payload).ok()?).ok()
     }
 
     /// Checks the tag with key `kid` (in constant time).

@@ -65,7 +65,7 @@ impl Jwt {
         // reader linked, not one for bytes too); malformed either way.
         let object = |bytes: Vec<u8>| -> Result<Map<String, Value>, Invalid> {
             let text = String::from_utf8(bytes).map_err(|_| Invalid::Malformed)?;
-            serde_json::from_str(&text).map_err(|_| Invalid::Malformed)
+            crate::json::from_str(&text).map_err(|_| Invalid::Malformed)
         };
         let header = object(decode(h)?)?;
         let claims = object(decode(c)?)?;

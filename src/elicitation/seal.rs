@@ -56,7 +56,7 @@ pub fn unseal(ring: &KeyRing, sealed: &str) -> Option<Map<String, Value>> {
     let plain = seal_key(ring, &kid)?
         .decrypt(Nonce::from_slice(&nonce), body.as_slice())
         .ok()?;
-    serde_json::from_slice(&plain).ok()
+    crate::json::from_slice(&plain).ok()
 }
 
 #[cfg(test)]

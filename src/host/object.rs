@@ -81,7 +81,7 @@ fn broadcast_here(req: &HttpRequest, stores: &Stores<'_>) -> Reply {
     // Read as text, as the index store reads these: one reader linked.
     let mut changes: Changes = std::str::from_utf8(&req.body)
         .ok()
-        .and_then(|t| serde_json::from_str(t).ok())
+        .and_then(|t| crate::json::from_str(t).ok())
         .unwrap_or_default();
     // An index shard keeps the admin index's changes sent to it.
     for change in std::mem::take(&mut changes.index) {

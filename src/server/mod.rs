@@ -488,7 +488,7 @@ impl Server {
     pub(crate) fn authenticate(&self, req: &HttpRequest) -> Result<Caller, McpError> {
         let forwarded = req
             .header(crate::auth::CALLER_HEADER)
-            .and_then(|v| serde_json::from_str::<Caller>(v).ok());
+            .and_then(|v| crate::json::from_str::<Caller>(v).ok());
         self.caller_of(req, forwarded)
     }
 

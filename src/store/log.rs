@@ -124,8 +124,10 @@ struct Probe {
 
 /// A head, or a journal stored whole by an earlier release.
 fn read_head(head: &str) -> Result<(Journal, Option<(u32, u64)>), McpError> {
-    let probe: Probe = serde_json::from_str(head).map_err(read_error)?;
-    let j: Journal = serde_json::from_str(head).map_err(read_error)?;
+    // The text read once; the probe and the journal each from its tree.
+    let v: Value = serde_json::from_str(head).map_err(read_error)?;
+    let probe = Probe::deserialize(&v).map_err(read_error)?;
+    let j = Journal::deserialize(v).map_err(read_error)?;
     let j = readable_head(j, probe.log.is_some_and(|n| n > 0))?;
     Ok((j, probe.log.map(|n| (n, probe.bytes))))
 }
@@ -445,7 +447,7 @@ fn arguments(j: &Journal) -> Option<&Value> {
 /// How many deltas the head `head` says follow it (0 for a journal
 /// stored whole): what a store reads after it.
 pub fn deltas_of(head: &str) -> Result<u32, McpError> {
-    serde_json::from_str::<Probe>(head)
+    crate::json::from_str::<Probe>(head)
         .map(|p| p.log.unwrap_or(0))
         .map_err(read_error)
 }
@@ -478,7 +480,7 @@ fn logged(
 ) -> Result<(Journal, Manifest), McpError> {
     let mut seen = 0;
     for body in deltas {
-        apply(&mut j, serde_json::from_str(&body).map_err(read_error)?);
+        apply(&mut j, crate::json::from_str(&body).map_err(read_error)?);
         seen += 1;
     }
     if seen != count {
@@ -590,8 +592,9 @@ pub fn load_record<T: serde::de::DeserializeOwned>(
         journal: Probe,
     }
     // The record reads whole, its journal the head (see `head_json`).
-    let mut t: T = serde_json::from_str(json).map_err(read_error)?;
-    let probe: RowProbe = serde_json::from_str(json).map_err(read_error)?;
+    let v: Value = serde_json::from_str(json).map_err(read_error)?;
+    let probe = RowProbe::deserialize(&v).map_err(read_error)?;
+    let mut t = T::deserialize(v).map_err(read_error)?;
     let head = readable_head(
         std::mem::take(journal(&mut t)),
         probe.journal.log.is_some_and(|n| n > 0),

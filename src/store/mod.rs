@@ -236,7 +236,7 @@ impl CallRow {
             journal,
             last_reply: self
                 .reply
-                .map(|r| serde_json::from_str(&r))
+                .map(|r| crate::json::from_str(&r))
                 .transpose()
                 .map_err(row_error)?,
             updated_ms: u64::try_from(self.updated_at).unwrap_or(0),

@@ -105,7 +105,7 @@ impl<'a> SqliteIndex<'a> {
                 .map_err(storage_error)?
                 .unwrap_or_default();
         for r in rows {
-            let Ok(e) = serde_json::from_str::<IndexEntry>(&r.entry) else {
+            let Ok(e) = crate::json::from_str::<IndexEntry>(&r.entry) else {
                 continue;
             };
             let mut bind = columns(&e);
@@ -205,7 +205,7 @@ impl IndexStore for SqliteIndex<'_> {
                 .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| serde_json::from_str(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str(&r.entry).ok())
             .collect())
     }
 
@@ -283,7 +283,7 @@ impl IndexStore for SqliteIndex<'_> {
         .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| serde_json::from_str(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str(&r.entry).ok())
             .collect())
     }
 
@@ -301,7 +301,7 @@ impl IndexStore for SqliteIndex<'_> {
         .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| serde_json::from_str::<IndexEntry>(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str::<IndexEntry>(&r.entry).ok())
             .filter(|e| e.kind == crate::kept::Kind::Session)
             .collect())
     }

@@ -106,7 +106,7 @@ impl<'a> SqliteSessionStore<'a> {
 
     /// The call a row holds, its log read (or the object's copy of it).
     fn read_call(&self, json: &str) -> Result<SessionCall, McpError> {
-        let stream = serde_json::from_str::<Stream>(json).map_err(err)?.stream;
+        let stream = crate::json::from_str::<Stream>(json).map_err(err)?.stream;
         if let Some(c) = self
             .held
             .sessions
@@ -165,7 +165,7 @@ impl SessionStore for SqliteSessionStore<'_> {
         let rows = self.json_rows("SELECT json FROM session_meta WHERE id = 1", vec![])?;
         let meta: Option<SessionMeta> = rows
             .first()
-            .map(|j| serde_json::from_str(j).map_err(err))
+            .map(|j| crate::json::from_str(j).map_err(err))
             .transpose()?;
         self.cache.borrow_mut().clone_from(&meta);
         Ok(meta)
@@ -210,7 +210,7 @@ impl SessionStore for SqliteSessionStore<'_> {
             vec![stream.into(), after.into()],
         )?;
         rows.into_iter()
-            .map(|r| Ok((r.lsn as u64, serde_json::from_str(&r.data).map_err(err)?)))
+            .map(|r| Ok((r.lsn as u64, crate::json::from_str(&r.data).map_err(err)?)))
             .collect()
     }
 

@@ -156,7 +156,7 @@ pub mod __private {
                 .iter()
                 .find(|(p, _)| *p == manifest)
                 .map_or("", |(_, j)| j);
-            serde_json::from_str(json).map_err(|e| format!("the bundled frontmatter: {e}"))
+            crate::json::from_str(json).map_err(|e| format!("the bundled frontmatter: {e}"))
         })
     }
 }

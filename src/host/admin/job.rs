@@ -186,7 +186,7 @@ fn api(
             })
         }
         ("POST", ["calls", "cancel"]) => {
-            let body: CancelBody = serde_json::from_slice(&req.body)
+            let body: CancelBody = crate::json::from_slice(&req.body)
                 .map_err(|e| bad(format!("the body does not read: {e}")))?;
             let filter = body.filter.unwrap_or_default();
             if body.ids.is_none() && filter == Filter::default() && !body.all {
@@ -200,7 +200,7 @@ fn api(
             })
         }
         ("POST", ["calls", action @ ("pause" | "resume")]) => {
-            let body: HoldBody = serde_json::from_slice(&req.body)
+            let body: HoldBody = crate::json::from_slice(&req.body)
                 .map_err(|e| bad(format!("the body does not read: {e}")))?;
             if body.ids.is_empty() {
                 return Err(bad("name the calls to pause or resume (ids)"));
@@ -211,7 +211,7 @@ fn api(
             })
         }
         ("POST", ["calls", act @ ("answer" | "rewind")]) => {
-            let body: OutsideBody = serde_json::from_slice(&req.body)
+            let body: OutsideBody = crate::json::from_slice(&req.body)
                 .map_err(|e| bad(format!("the body does not read: {e}")))?;
             if body.id.is_empty() || body.key.is_empty() {
                 return Err(bad("name the call (id) and its question (key)"));
@@ -278,7 +278,7 @@ fn api(
             let body: PurgeBody = if req.body.is_empty() {
                 PurgeBody::default()
             } else {
-                serde_json::from_slice(&req.body)
+                crate::json::from_slice(&req.body)
                     .map_err(|e| bad(format!("the body does not read: {e}")))?
             };
             // Only a finished call can be purged: asking for another

@@ -168,7 +168,7 @@ pub fn refresh(server: &Server, now_ms: u64) -> Option<(String, HttpRequest)> {
 /// The hub's answer to [`refresh`]'s request.
 pub fn refreshed(server: &Server, response: &HttpResponse, now_ms: u64) {
     if let (200, crate::http::Body::Bytes(b)) = (response.status, &response.body) {
-        if let Ok(tools) = serde_json::from_slice::<Vec<String>>(b) {
+        if let Ok(tools) = crate::json::from_slice::<Vec<String>>(b) {
             server.paused.set(tools, now_ms);
         }
     }

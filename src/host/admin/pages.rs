@@ -162,7 +162,7 @@ pub(super) fn parse(
                     .map(|(_, v)| v.into_owned())
             };
             let answer = match (*act, field("answer")) {
-                ("answer", Some(text)) => Some(serde_json::from_str(&text).map_err(|e| {
+                ("answer", Some(text)) => Some(crate::json::from_str(&text).map_err(|e| {
                     page.message(400, "Bad answer", &format!("The answer is not JSON: {e}"))
                 })?),
                 ("answer", None) => {
