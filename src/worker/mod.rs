@@ -109,15 +109,16 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
     Ok(isolate)
 }
 
-/// Builds the server while the isolate starts, before its first request:
-/// the entry's start function (`entry!`) calls this as the module loads.
+/// Builds the server while the isolate starts, before its first request,
+/// and serves it one rehearsal ([`host::rehearse`]): the entry's start
+/// function (`entry!`) calls this as the module loads.
 ///
 /// What a first request paid above a plain workers-rs worker's was mostly
-/// this: the server, its registry and the ~25 vars read, each by code
-/// running for the first time (V8 compiles a wasm function when it is
-/// first called). At the module's top level it runs before the Worker
-/// listens; on Cloudflare, while the TLS handshake that brought the first
-/// request is still under way. It runs in a promise's callback, so a
+/// this: the server, its registry and the ~25 vars read, and the serve
+/// path, each by code running for the first time (V8 compiles a wasm
+/// function when it is first called). At the module's top level it runs
+/// before the Worker listens; on Cloudflare, while the TLS handshake that
+/// brought the first request is still under way. It runs in a promise's callback, so a
 /// failure here cannot stop the module from loading: an error is logged
 /// and the first request builds the server again (and answers it), a panic
 /// marks the instance for the same rebuild a panicking request causes.

@@ -28,15 +28,48 @@ import { callTool } from './webhook.mjs';
 
 const ROOT = join(import.meta.dirname, '../..');
 
-/** The Worker glue's JS (src/worker/js.rs's inline module), imported as it ships. */
+/**
+ * The Worker glue's JS (src/worker/js.rs's inline module), imported as it
+ * ships but for the runtime's own module, `cloudflare:workers`, which Node
+ * has not: a stand-in whose `env` the test sets (`runtime.setEnv`).
+ */
 async function glueJs() {
   const rs = readFileSync(join(ROOT, 'src/worker/js.rs'), 'utf8');
   const js = /inline_js = r#"([\s\S]*?)"#\)\]/.exec(rs)?.[1];
   assert.ok(js, 'the inline JS module of src/worker/js.rs');
-  const file = join(freshPersistDir(), 'glue.mjs');
-  writeFileSync(file, js);
-  return import(pathToFileURL(file).href);
+  assert.ok(js.includes('from "cloudflare:workers"'), 'the glue imports the runtime\'s module');
+  const dir = freshPersistDir();
+  writeFileSync(join(dir, 'workers.mjs'), 'export let env;\nexport function setEnv(e) { env = e; }\n');
+  writeFileSync(join(dir, 'glue.mjs'), js.replace('from "cloudflare:workers"', 'from "./workers.mjs"'));
+  const runtime = await import(pathToFileURL(join(dir, 'workers.mjs')).href);
+  return { ...(await import(pathToFileURL(join(dir, 'glue.mjs')).href)), runtime };
 }
+
+test('the glue calls the start task with the bindings once the module has loaded, never throws, and skips a runtime without them', async () => {
+  const { at_start: atStart, runtime } = await glueJs();
+  const seen = [];
+  atStart((env) => seen.push(env));
+  await new Promise((ok) => setTimeout(ok, 0));
+  assert.deepEqual(seen, [], 'no bindings exported: no task');
+  const env = { STATE_KEYS: 'k' };
+  runtime.setEnv(env);
+  atStart((e) => seen.push(e));
+  assert.deepEqual(seen, [], 'not during the module\'s own evaluation');
+  await new Promise((ok) => setTimeout(ok, 0));
+  assert.equal(seen.length, 1);
+  assert.equal(seen[0], env);
+  // What the task throws (a Rust panic is a thrown RuntimeError) is caught.
+  const unhandled = [];
+  const note = (e) => unhandled.push(e);
+  process.on('unhandledRejection', note);
+  try {
+    assert.doesNotThrow(() => atStart(() => { throw new Error('trap'); }));
+    await new Promise((ok) => setTimeout(ok, 10));
+  } finally {
+    process.off('unhandledRejection', note);
+  }
+  assert.deepEqual(unhandled, []);
+});
 
 test('the glue opens a stub with the hint and jurisdiction it is told, and reads cf.continent', async () => {
   const { object_stub: stub, continent } = await glueJs();
