@@ -255,6 +255,38 @@ fn a_window_only_limit_asks_its_meter_once_per_batch() {
 }
 
 #[test]
+fn a_window_s_refusals_are_logged_once_it_is_over_under_their_own_principal() {
+    let mut s = server(r#"{"all": {"rate": "1/60s"}}"#);
+    s.now_ms = 1_000_000 * 60_000;
+    assert_eq!(call(&mut s, ADA, "ping", json!({})).status, 200);
+    // The first refusal asks the meter and is logged; the next two are
+    // answered from the isolate and only counted.
+    for _ in 0..3 {
+        refused(&call(&mut s, ADA, "ping", json!({})), "rate", 1);
+    }
+    let limited = |s: &TestServer| -> Vec<Value> {
+        s.logs
+            .iter()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|l| l["event"] == "limited")
+            .collect()
+    };
+    let ada = durable_mcp::trace::principal_digest("ada");
+    let lines = limited(&s);
+    assert_eq!(lines.len(), 1, "{lines:?}");
+    assert_eq!(lines[0]["refused"], 1);
+    assert_eq!(lines[0]["principal"], ada.as_str());
+    // Ada's window is over; bob's call is the next to look: the count is
+    // written then, under ada's name, not the caller's.
+    s.now_ms += 60_000;
+    assert_eq!(call(&mut s, BOB, "ping", json!({})).status, 200);
+    let lines = limited(&s);
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert_eq!(lines[1]["refused"], 2);
+    assert_eq!(lines[1]["principal"], ada.as_str());
+}
+
+#[test]
 fn a_call_ended_without_a_round_frees_its_place() {
     let mut s = server(r#"{"all": {"held": 5}}"#);
     // A durable call, paused, then cancelled by an operator.

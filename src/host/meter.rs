@@ -116,8 +116,11 @@ pub(super) fn check(
         .then(|| format!("{principal}\n{}", m.tool));
     if let Some(key) = &spare {
         let took = server.spare.take(key, now_ms);
-        for (r, n) in server.spare.quieted() {
-            server.log(refusal_line(server, principal, &r, n));
+        // Each under the principal of its own key (`principal\ntool`): a
+        // window another principal's calls filled may be handed over here.
+        for (k, r, n) in server.spare.quieted() {
+            let whose = k.split_once('\n').map_or(k.as_str(), |(p, _)| p);
+            server.log(refusal_line(server, whose, &r, n));
         }
         match took {
             Some(Ok(())) => return Check::Spare,

@@ -147,9 +147,9 @@ pub struct Spare {
     /// through (a map per value type costs its own code).
     held: RefCell<Vec<(String, Held)>>,
     /// Refusals answered here since their window's first (which was
-    /// logged), whose window has ended: each to be logged once, with how
-    /// many there were ([`Spare::quieted`]).
-    quieted: RefCell<Vec<(Refusal, u32)>>,
+    /// logged), whose window has ended: each to be logged once, under its
+    /// own key, with how many there were ([`Spare::quieted`]).
+    quieted: RefCell<Vec<(String, Refusal, u32)>>,
 }
 
 #[derive(Debug)]
@@ -202,7 +202,9 @@ impl Spare {
             match &held[i].1 {
                 Held::Refused(r, n) if r.retry_at <= now_ms && held[i].0 != key => {
                     if *n > 0 {
-                        self.quieted.borrow_mut().push((r.clone(), *n));
+                        self.quieted
+                            .borrow_mut()
+                            .push((held[i].0.clone(), r.clone(), *n));
                     }
                     held.swap_remove(i);
                 }
@@ -232,21 +234,23 @@ impl Spare {
             _ => None,
         };
         if answer.is_none() {
-            if let (_, Held::Refused(r, n)) = held.swap_remove(at) {
+            if let (k, Held::Refused(r, n)) = held.swap_remove(at) {
                 if n > 0 {
-                    self.quieted.borrow_mut().push((r, n));
+                    self.quieted.borrow_mut().push((k, r, n));
                 }
             }
         }
         answer
     }
 
-    /// The refusals answered here whose window has ended, each with how
-    /// many requests it refused after the first: a request refused from
+    /// The refusals answered here whose window has ended, each with its key
+    /// (another principal's, it may be: any call hands over every window
+    /// that is over) and how many requests it refused after the first: a
+    /// request refused from
     /// here writes no line of its own (a principal looping against its
     /// limit would otherwise write one per request, at the cost of a
     /// request's work), and the window's count is logged once it is over.
-    pub fn quieted(&self) -> Vec<(Refusal, u32)> {
+    pub fn quieted(&self) -> Vec<(String, Refusal, u32)> {
         std::mem::take(&mut *self.quieted.borrow_mut())
     }
 
@@ -339,7 +343,7 @@ mod tests {
         }
         assert!(spare.quieted().is_empty(), "the window is not over");
         assert_eq!(spare.take("k", 2000), None, "over: ask the meter");
-        assert_eq!(spare.quieted(), vec![(r.clone(), 4)]);
+        assert_eq!(spare.quieted(), vec![("k".to_string(), r.clone(), 4)]);
         assert!(spare.quieted().is_empty(), "handed over once");
         // A refusal that refused nothing more hands nothing over.
         spare.keep("k", &Verdict::Refused(r.clone()));
@@ -349,6 +353,7 @@ mod tests {
         spare.keep("k", &Verdict::Refused(r.clone()));
         assert_eq!(spare.take("k", 1000), Some(Err(r.clone())));
         assert_eq!(spare.take("other", 2500), None);
-        assert_eq!(spare.quieted(), vec![(r.clone(), 1)]);
+        // Under its own key, not the caller's: its line names its principal.
+        assert_eq!(spare.quieted(), vec![("k".to_string(), r.clone(), 1)]);
     }
 }
