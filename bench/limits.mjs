@@ -21,6 +21,10 @@
 //    fixed rate sends each second's budget at once when the second starts,
 //    so its p99 is how long a burst of both tenants takes to drain, not
 //    whether one tenant's traffic waits behind the other's.
+// 3. The floor of that harm: the same, with noisy's requests sent to the
+//    plain JavaScript floor worker (bench/floor) in the same workerd. No
+//    refusal can cost less than a request the runtime hands a Worker, so
+//    steady's p99 then is the least any limit could leave it here.
 import autocannon from 'autocannon';
 import { existsSync } from 'node:fs';
 import { fork, spawnSync } from 'node:child_process';
@@ -141,6 +145,7 @@ async function preflight(ports) {
 
 export async function limitsPass(workers) {
   const fixtures = workers.find((w) => w.name === 'fixtures');
+  const floor = workers.find((w) => w.name === 'floor');
   const vars = (limits) => ({ STATE_KEYS: KEY, SERVER_NAME: 'durable-mcp', API_TOKENS,
     ...(limits ? { LIMITS: JSON.stringify(limits) } : {}) });
   const lanes = [
@@ -149,6 +154,7 @@ export async function limitsPass(workers) {
     { name: 'limits-fair', out: fixtures.out, classes: fixtures.classes,
       vars: vars({ ...HIGH, principals: { noisy: { all: { rate: `${NOISY_RATE}/1s` } } } }) },
     ...workers.filter((w) => w.extra).map((w) => ({ ...w, name: `limits-${w.name}`, vars: vars(null) })),
+    ...(floor ? [{ name: 'limits-floor', out: floor.out, classes: {}, vars: {} }] : []),
   ];
   // The meters' SQLite on tmpfs where there is one: on this machine's disk
   // each commit's fsync stalls workerd's one thread (every worker and
@@ -162,7 +168,7 @@ export async function limitsPass(workers) {
     await preflight(ports);
     // 1. Overhead, interleaved.
     const speed = {};
-    const measured = lanes.filter((l) => l.name !== 'limits-fair').map((l) => l.name);
+    const measured = lanes.filter((l) => !['limits-fair', 'limits-floor'].includes(l.name)).map((l) => l.name);
     for (const name of measured) await load(url(name), call('steady'), { seconds: 2 });
     for (let round = 0; round < ROUNDS; round++) {
       for (const name of measured) {
@@ -190,6 +196,8 @@ export async function limitsPass(workers) {
     // `limits-rate`): what its traffic costs steady on this machine when
     // every call of it runs.
     const unlimited = [];
+    // The floor: noisy's requests to the JS floor worker, in the same process.
+    const atFloor = [];
     for (let round = 0; round < ROUNDS; round++) {
       alone.push(await paced(url('limits-fair'), call('steady'), STEADY_RATE, FIXED_SECONDS));
       // The window turns each second: wait out the last one's refusals.
@@ -206,6 +214,13 @@ export async function limitsPass(workers) {
         pacedApart(url('limits-rate'), call('noisy'), NOISY_RATE * 10, FIXED_SECONDS),
       ]);
       unlimited.push(u);
+      if (floor) {
+        const [f] = await Promise.all([
+          paced(url('limits-fair'), call('steady'), STEADY_RATE, FIXED_SECONDS),
+          pacedApart(url('limits-floor'), { ...call('noisy'), path: '/call' }, NOISY_RATE * 10, FIXED_SECONDS),
+        ]);
+        atFloor.push(f);
+      }
     }
     const pool = (runs) => runs.flatMap((r) => r.latencies);
     const success = (runs) => runs.reduce((a, r) => a + r.ok, 0) / runs.reduce((a, r) => a + r.total, 0);
@@ -225,21 +240,24 @@ export async function limitsPass(workers) {
     console.log(`| with noisy | ${(100 * success(together)).toFixed(2)} % | ${ms(quantile(pool(together), 0.5))} ms | ${ms(p99Together)} ms |`);
     const p99Unlimited = quantile(pool(unlimited), 0.99);
     console.log(`| with noisy not limited (the control) | ${(100 * success(unlimited)).toFixed(2)} % | ${ms(quantile(pool(unlimited), 0.5))} ms | ${ms(p99Unlimited)} ms |`);
+    const p99Floor = atFloor.length ? quantile(pool(atFloor), 0.99) : NaN;
+    if (atFloor.length) console.log(`| with noisy's requests to the JS floor worker instead (the floor) | ${(100 * success(atFloor)).toFixed(2)} % | ${ms(quantile(pool(atFloor), 0.5))} ms | ${ms(p99Floor)} ms |`);
     // What steady got that was not a success, by status ('error': no answer).
     const failed = (runs) => {
       const c = {};
       for (const r of runs) for (const [k, n] of Object.entries(r.codes)) if (!k.startsWith('2')) c[k] = (c[k] ?? 0) + n;
       return c;
     };
-    const steadyFailed = { alone: failed(alone), withNoisy: failed(together), control: failed(unlimited) };
+    const steadyFailed = { alone: failed(alone), withNoisy: failed(together), control: failed(unlimited), floor: failed(atFloor) };
     if (Object.values(steadyFailed).some((c) => Object.keys(c).length)) console.log(`steady's failures: ${JSON.stringify(steadyFailed)}`);
-    console.log(`steady's p99 with noisy / alone: ${(p99Together / p99Alone).toFixed(2)}×; noisy admitted `
+    console.log(`steady's p99 with noisy / alone: ${(p99Together / p99Alone).toFixed(2)}× (the floor: ${(p99Floor / p99Alone).toFixed(2)}×); noisy admitted `
       + `${noisyOk.toFixed(1)}/s (its limit ${NOISY_RATE}/1s: at most ${noisyMost.toFixed(1)}/s over the ${FIXED_SECONDS + 1} windows a run touches), `
       + `refused ${noisy429} with 429, other failures ${noisyOther}`);
     return {
       overhead: rps,
       fairness: { steadyAlone: { success: success(alone), p99: p99Alone }, steadyWithNoisy: { success: success(together), p99: p99Together },
         steadyWithNoisyUnlimited: { success: success(unlimited), p99: p99Unlimited },
+        steadyWithNoisyAtFloor: { success: success(atFloor), p99: p99Floor },
         noisyAdmittedPerSecond: noisyOk, noisyRefused: noisy429, noisyOtherFailures: noisyOther, steadyFailed },
     };
   } finally {
