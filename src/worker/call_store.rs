@@ -1,7 +1,8 @@
 //! Durable calls' storage over Durable Object SQLite.
 
-use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
+
+use super::sql::{FromRow, SqlRow, Text};
 
 use super::log_rows::{self, Held};
 use crate::error::McpError;
@@ -22,9 +23,7 @@ pub(crate) struct SqliteStore<'a> {
 
 /// A row as SQLite gives it (numbers come back as JS numbers); `id` only
 /// where it was selected.
-#[derive(Deserialize)]
 struct Row {
-    #[serde(default)]
     id: String,
     version: f64,
     status: String,
@@ -32,6 +31,24 @@ struct Row {
     journal: String,
     reply: Option<String>,
     updated_at: f64,
+}
+
+impl FromRow for Row {
+    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
+        Ok(Row {
+            id: if r.has("id") {
+                r.text("id")?
+            } else {
+                String::new()
+            },
+            version: r.number("version")?,
+            status: r.text("status")?,
+            claimed_at: r.number("claimed_at")?,
+            journal: r.text("journal")?,
+            reply: r.text_or_null("reply")?,
+            updated_at: r.number("updated_at")?,
+        })
+    }
 }
 
 impl Row {
@@ -54,14 +71,16 @@ impl Row {
     }
 }
 
-#[derive(Deserialize)]
-struct Status {
-    status: String,
-}
-
-#[derive(Deserialize)]
 struct Oldest {
     oldest: Option<f64>,
+}
+
+impl FromRow for Oldest {
+    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
+        Ok(Oldest {
+            oldest: r.number_or_null("oldest")?,
+        })
+    }
 }
 
 fn storage_error(e: impl std::fmt::Display) -> McpError {
@@ -340,7 +359,7 @@ impl CallStore for SqliteStore<'_> {
     }
 
     fn status(&self, id: &str) -> std::result::Result<Option<kept::Status>, McpError> {
-        let rows = super::sql::rows::<Status>(
+        let rows = super::sql::rows::<Text>(
             &self.sql,
             "SELECT status FROM durable_calls WHERE id = ?",
             vec![SqlStorageValue::from(id.to_string())],
@@ -350,7 +369,7 @@ impl CallStore for SqliteStore<'_> {
         let Some(row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        crate::store::status_word(&row.status).map(Some)
+        crate::store::status_word(&row.0).map(Some)
     }
 
     fn save(&self, id: &str, call: &StoredCall) -> std::result::Result<(), McpError> {

@@ -3,8 +3,9 @@
 //! spent (until it would have expired). Reading never creates a table:
 //! every hub shard is asked, and only the first one is ever written to.
 
-use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
+
+use super::sql::Text;
 
 use super::log_rows::Held;
 use crate::error::McpError;
@@ -28,18 +29,8 @@ pub(crate) struct SqliteIndex<'a> {
 /// The tally of the index's tasks.
 const TALLY: &str = "admin_tally";
 
-#[derive(Deserialize)]
-struct Entry {
-    entry: String,
-}
-
 fn int(ms: u64) -> SqlStorageValue {
     SqlStorageValue::from(i64::try_from(ms).unwrap_or(i64::MAX))
-}
-
-#[derive(Deserialize)]
-struct Tool {
-    name: String,
 }
 
 fn storage_error(e: impl std::fmt::Display) -> McpError {
@@ -100,12 +91,11 @@ impl<'a> SqliteIndex<'a> {
                 "principal TEXT NOT NULL DEFAULT ''",
             ],
         )?;
-        let rows =
-            super::sql::rows::<Entry>(&self.sql, "SELECT entry FROM admin_index", Vec::new())
-                .map_err(storage_error)?
-                .unwrap_or_default();
+        let rows = super::sql::rows::<Text>(&self.sql, "SELECT entry FROM admin_index", Vec::new())
+            .map_err(storage_error)?
+            .unwrap_or_default();
         for r in rows {
-            let Ok(e) = crate::json::from_str::<IndexEntry>(&r.entry) else {
+            let Ok(e) = crate::json::from_str::<IndexEntry>(&r.0) else {
                 continue;
             };
             let mut bind = columns(&e);
@@ -199,25 +189,24 @@ impl IndexStore for SqliteIndex<'_> {
     }
 
     fn entries(&self) -> Result<Vec<IndexEntry>, McpError> {
-        let rows =
-            super::sql::rows::<Entry>(&self.sql, "SELECT entry FROM admin_index", Vec::new())
-                .map_err(storage_error)?
-                .unwrap_or_default();
+        let rows = super::sql::rows::<Text>(&self.sql, "SELECT entry FROM admin_index", Vec::new())
+            .map_err(storage_error)?
+            .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| crate::json::from_str(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str(&r.0).ok())
             .collect())
     }
 
     fn paused_tools(&self) -> Result<Vec<String>, McpError> {
-        let rows = super::sql::rows::<Tool>(
+        let rows = super::sql::rows::<Text>(
             &self.sql,
             "SELECT name FROM admin_paused ORDER BY name",
             Vec::new(),
         )
         .map_err(storage_error)?
         .unwrap_or_default();
-        Ok(rows.into_iter().map(|t| t.name).collect())
+        Ok(rows.into_iter().map(|t| t.0).collect())
     }
 
     fn spend_link(&self, nonce: &str, until_ms: u64, now_ms: u64) -> Result<bool, McpError> {
@@ -267,7 +256,7 @@ impl IndexStore for SqliteIndex<'_> {
         }
         let (updated, handle) =
             after.map_or((-1, ""), |(u, h)| (i64::try_from(u).unwrap_or(i64::MAX), h));
-        let rows = super::sql::rows::<Entry>(
+        let rows = super::sql::rows::<Text>(
             &self.sql,
             "SELECT entry FROM admin_index WHERE status = ? AND (updated, handle) > (?, ?) \
              AND updated <= ? ORDER BY updated, handle LIMIT ?",
@@ -283,7 +272,7 @@ impl IndexStore for SqliteIndex<'_> {
         .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| crate::json::from_str(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str(&r.0).ok())
             .collect())
     }
 
@@ -292,7 +281,7 @@ impl IndexStore for SqliteIndex<'_> {
         if !self.readable()? {
             return Ok(Vec::new());
         }
-        let rows = super::sql::rows::<Entry>(
+        let rows = super::sql::rows::<Text>(
             &self.sql,
             "SELECT entry FROM admin_index WHERE status = '' AND handle >= 's.' AND handle < 's/'",
             Vec::new(),
@@ -301,7 +290,7 @@ impl IndexStore for SqliteIndex<'_> {
         .unwrap_or_default();
         Ok(rows
             .into_iter()
-            .filter_map(|r| crate::json::from_str::<IndexEntry>(&r.entry).ok())
+            .filter_map(|r| crate::json::from_str::<IndexEntry>(&r.0).ok())
             .filter(|e| e.kind == crate::kept::Kind::Session)
             .collect())
     }

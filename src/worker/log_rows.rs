@@ -8,7 +8,6 @@
 
 use std::cell::Cell;
 
-use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
 use crate::error::McpError;
@@ -95,10 +94,17 @@ pub(crate) fn write(
 
 /// `owner`'s deltas, whole, in order.
 pub(crate) fn read(sql: &SqlStorage, owner: &str) -> Result<Vec<String>, McpError> {
-    #[derive(Deserialize)]
     struct Row {
         n: f64,
         body: String,
+    }
+    impl super::sql::FromRow for Row {
+        fn from_row(r: &super::sql::SqlRow<'_>) -> worker::Result<Self> {
+            Ok(Row {
+                n: r.number("n")?,
+                body: r.text("body")?,
+            })
+        }
     }
     let rows = super::sql::rows::<Row>(
         sql,

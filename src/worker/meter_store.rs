@@ -2,10 +2,9 @@
 //! counting until its `until` (see [`crate::limits::meter`]). Made on the
 //! first write; a meter that never wrote reads as empty. (Without the
 //! `limits` feature none is linked: see `object.rs`.)
-use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::sql::{rows, run};
+use super::sql::{rows, run, FromRow, SqlRow};
 use crate::error::McpError;
 use crate::limits::{MeterStore, Row};
 
@@ -32,7 +31,6 @@ fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("meter storage failed: {e}"))
 }
 
-#[derive(Deserialize)]
 struct Stored {
     kind: String,
     key: String,
@@ -40,6 +38,19 @@ struct Stored {
     n: f64,
     until: f64,
     text: String,
+}
+
+impl FromRow for Stored {
+    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
+        Ok(Stored {
+            kind: r.text("kind")?,
+            key: r.text("key")?,
+            tool: r.text("tool")?,
+            n: r.number("n")?,
+            until: r.number("until")?,
+            text: r.text("text")?,
+        })
+    }
 }
 
 impl From<Stored> for Row {
@@ -55,9 +66,14 @@ impl From<Stored> for Row {
     }
 }
 
-#[derive(Deserialize)]
 struct Count {
     n: f64,
+}
+
+impl FromRow for Count {
+    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
+        Ok(Count { n: r.number("n")? })
+    }
 }
 
 const COLUMNS: &str = "kind, key, tool, n, until, text";

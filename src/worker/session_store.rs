@@ -16,6 +16,7 @@ use serde_json::Value;
 use worker::{SqlStorage, SqlStorageValue};
 
 use super::log_rows::{self, Held};
+use super::sql::{FromRow, SqlRow, Text};
 use crate::error::McpError;
 use crate::session::{SessionCall, SessionMeta, SessionStore};
 use crate::store::log::Record as _;
@@ -53,15 +54,18 @@ fn err(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("session storage failed: {e}"))
 }
 
-#[derive(Deserialize)]
-struct JsonRow {
-    json: String,
-}
-
-#[derive(Deserialize)]
 struct EventRow {
     lsn: f64,
     data: String,
+}
+
+impl FromRow for EventRow {
+    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
+        Ok(EventRow {
+            lsn: r.number("lsn")?,
+            data: r.text("data")?,
+        })
+    }
 }
 
 impl<'a> SqliteSessionStore<'a> {
@@ -75,7 +79,7 @@ impl<'a> SqliteSessionStore<'a> {
     }
 
     /// Runs a read; an object without session tables reads as empty.
-    fn rows<T: serde::de::DeserializeOwned>(
+    fn rows<T: FromRow>(
         &self,
         query: &str,
         bind: Vec<SqlStorageValue>,
@@ -100,8 +104,8 @@ impl<'a> SqliteSessionStore<'a> {
     }
 
     fn json_rows(&self, query: &str, bind: Vec<SqlStorageValue>) -> Result<Vec<String>, McpError> {
-        let rows: Vec<JsonRow> = self.rows(query, bind)?;
-        Ok(rows.into_iter().map(|r| r.json).collect())
+        let rows: Vec<Text> = self.rows(query, bind)?;
+        Ok(rows.into_iter().map(|r| r.0).collect())
     }
 
     /// The call a row holds, its log read (or the object's copy of it).
@@ -186,20 +190,15 @@ impl SessionStore for SqliteSessionStore<'_> {
 
     fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
         self.make()?;
-        #[derive(Deserialize)]
-        struct Lsn {
-            lsn: f64,
-        }
-        let rows: Vec<Lsn> = self
-            .sql
-            .exec(
-                "INSERT INTO session_events (stream, data) VALUES (?, ?) RETURNING lsn",
-                vec![stream.into(), message.to_string().into()],
-            )
-            .and_then(|c| c.to_array())
-            .map_err(err)?;
+        let rows = super::sql::rows::<Value>(
+            &self.sql,
+            "INSERT INTO session_events (stream, data) VALUES (?, ?) RETURNING lsn",
+            vec![stream.into(), message.to_string().into()],
+        )
+        .map_err(err)?
+        .unwrap_or_default();
         rows.first()
-            .map(|r| r.lsn as u64)
+            .and_then(|r| r["lsn"].as_u64())
             .ok_or_else(|| err("no lsn returned"))
     }
 

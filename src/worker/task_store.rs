@@ -1,7 +1,8 @@
 //! A task's storage over Durable Object SQLite: one row, the task as JSON.
 
-use serde::Deserialize;
 use worker::{SqlStorage, SqlStorageValue};
+
+use super::sql::Text;
 
 use super::log_rows::{self, Held};
 use crate::error::McpError;
@@ -18,11 +19,6 @@ pub(crate) struct SqliteTaskStore<'a> {
 
 /// The task's journal's owner in the log.
 const OWNER: &str = "task";
-
-#[derive(Deserialize)]
-struct Row {
-    record: String,
-}
 
 fn storage_error(e: impl std::fmt::Display) -> McpError {
     McpError::internal(format!("task storage failed: {e}"))
@@ -63,7 +59,7 @@ impl TaskStore for SqliteTaskStore<'_> {
         if let Some(t) = self.held.task.with(OWNER, |h| h.map(|(t, _)| t.clone())) {
             return Ok(Some(t));
         }
-        let rows = super::sql::rows::<Row>(
+        let rows = super::sql::rows::<Text>(
             &self.sql,
             "SELECT record FROM durable_task WHERE id = 1",
             Vec::new(),
@@ -74,8 +70,7 @@ impl TaskStore for SqliteTaskStore<'_> {
             return Ok(None);
         };
         // A journal of a newer format is refused, not misread.
-        let (task, manifest) =
-            TaskRecord::from_row(&row.record, |_| log_rows::read(&self.sql, OWNER))?;
+        let (task, manifest) = TaskRecord::from_row(&row.0, |_| log_rows::read(&self.sql, OWNER))?;
         self.held.task.put(OWNER, manifest, task.clone());
         Ok(Some(task))
     }
@@ -86,16 +81,12 @@ impl TaskStore for SqliteTaskStore<'_> {
     }
 
     fn watchers(&self) -> Result<Vec<String>, McpError> {
-        #[derive(Deserialize)]
-        struct Hub {
-            hub: String,
-        }
         // No table: nobody ever listened.
         let rows =
-            super::sql::rows::<Hub>(&self.sql, "SELECT hub FROM durable_task_watch", Vec::new())
+            super::sql::rows::<Text>(&self.sql, "SELECT hub FROM durable_task_watch", Vec::new())
                 .map_err(storage_error)?
                 .unwrap_or_default();
-        Ok(rows.into_iter().map(|r| r.hub).collect())
+        Ok(rows.into_iter().map(|r| r.0).collect())
     }
 
     fn watch(&self, hub: &str) -> Result<(), McpError> {
