@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::McpError;
 use crate::kept::page::{tally, Tally};
 use crate::kept::{CallSummary, Kind, Status};
+use crate::vec_map::VecSet;
 
 /// One task or live session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -245,7 +246,7 @@ pub const PAUSED_REFRESH_MS: u64 = 10_000;
 /// An isolate's copy of the tools an operator paused.
 #[derive(Debug, Default)]
 pub struct PausedTools {
-    tools: RefCell<BTreeSet<String>>,
+    tools: RefCell<VecSet<String>>,
     /// When it was last read (`None`: never) or a read was started.
     read_ms: std::cell::Cell<Option<u64>>,
 }

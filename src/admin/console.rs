@@ -12,8 +12,6 @@
 //! Actions are POST forms carrying the hidden `csrf` field the host
 //! checks; the console itself only reads.
 
-use std::collections::BTreeSet;
-
 use serde_json::Value;
 
 use super::model::{
@@ -21,6 +19,7 @@ use super::model::{
     Versions, AGE_BUCKETS,
 };
 use crate::engine::{Asked, Mark, RoundEnd};
+use crate::vec_map::VecSet;
 
 // ---------------------------------------------------------------------
 // Pages
@@ -674,8 +673,8 @@ fn call_row(c: &CallSummary, now_ms: u64) -> String {
 /// Every tool that has calls or is paused, with the form that pauses or
 /// resumes it.
 fn tools_section(listing: &Listing, paused_tools: &[String], csrf: &str) -> String {
-    let paused: BTreeSet<&str> = paused_tools.iter().map(String::as_str).collect();
-    let tools: BTreeSet<&str> = listing
+    let paused: VecSet<&str> = paused_tools.iter().map(String::as_str).collect();
+    let tools: VecSet<&str> = listing
         .counts
         .by_tool
         .keys()

@@ -2,13 +2,13 @@
 //! bindings. The entry function reads what its tools need from here and
 //! puts it in the registry's shared state.
 
-use std::collections::BTreeMap;
+use crate::vec_map::VecMap;
 
 /// The Worker's vars and secrets (and, in the Worker, its `Env` for KV, D1,
 /// services and the rest). Natively, [`Bindings::from_vars`] stands in for
 /// them in tests.
 pub struct Bindings {
-    vars: BTreeMap<String, String>,
+    vars: VecMap<String, String>,
     #[cfg(all(feature = "worker", target_arch = "wasm32"))]
     env: Option<worker::Env>,
 }
@@ -34,7 +34,7 @@ impl Bindings {
     #[cfg(all(feature = "worker", target_arch = "wasm32"))]
     pub fn from_env(env: worker::Env) -> Self {
         Self {
-            vars: BTreeMap::new(),
+            vars: VecMap::new(),
             env: Some(env),
         }
     }

@@ -45,12 +45,12 @@
 //! ```
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::engine::{boxed, BoxedHandler, Cx, ToolError};
+use crate::vec_map::VecMap;
 
 /// The extension's identifier, under `capabilities.extensions`.
 pub const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
@@ -191,8 +191,8 @@ struct ViewMeta {
     #[serde(skip_serializing_if = "Csp::is_empty")]
     csp: Csp,
     /// Each requested permission as `{}` (the spec's shape).
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    permissions: BTreeMap<&'static str, Map<String, Value>>,
+    #[serde(skip_serializing_if = "VecMap::is_empty")]
+    permissions: VecMap<&'static str, Map<String, Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     domain: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]

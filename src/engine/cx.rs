@@ -29,6 +29,7 @@ pub use super::journal::APPROVER_META;
 use crate::auth::Caller;
 use crate::error::McpError;
 use crate::protocol::{object, ListKind, LogLevel};
+use crate::vec_map::{VecMap, VecSet};
 
 /// Which kinds of input the client declared it can answer in *this* request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -230,7 +231,7 @@ struct State {
     /// out.
     read: Vec<(String, String)>,
     /// The recorded `once` effects this run has replayed.
-    replayed: std::collections::BTreeSet<String>,
+    replayed: VecSet<String>,
     /// The code version running this round (see `Journal::code`).
     code: String,
     /// The code version that ran the round before (none for a new call).
@@ -973,9 +974,8 @@ impl Cx {
             // Recorded before effects kept their inputs: nothing to check.
             return Ok(());
         };
-        // Inserted, not collected: collecting sorts first, a sort built for
-        // this one map (a later read of a key replaces an earlier one either way).
-        let mut read: BTreeMap<&String, &String> = BTreeMap::new();
+        // A later read of a key replaces an earlier one.
+        let mut read: VecMap<&String, &String> = VecMap::new();
         for (k, v) in &st.read {
             read.insert(k, v);
         }

@@ -5,13 +5,12 @@
 //! `TaskRecord::summary`); the operator's view (`crate::admin`) reads them.
 //! Nothing here reads a clock or storage.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::Status;
 use crate::engine::{hex, Journal, RoundEnd};
+use crate::vec_map::VecSet;
 
 /// Where a call is kept: its wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -137,8 +136,8 @@ pub fn last_end(j: &Journal) -> Option<(RoundEnd, Option<String>)> {
 
 /// The methods a journal waits on, each once.
 fn waiting_on(j: &Journal) -> Vec<String> {
-    // Inserted one by one: collecting into a set sorts first.
-    let mut set = BTreeSet::new();
+    // Each once, in order.
+    let mut set = VecSet::new();
     for r in j.pending.values() {
         set.insert(r.method.as_str());
     }

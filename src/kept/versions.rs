@@ -8,12 +8,11 @@
 //! /admin/api/tools/versions`), the console and the deploy check read
 //! it. Sans-IO: the calls and the code are handed in.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
 
 use super::Status;
 use crate::app::{earlier_body, Registry, Tool};
+use crate::vec_map::{VecMap, VecSet};
 
 /// What a code runs of one tool: its current version, its policy, the
 /// earlier versions it keeps.
@@ -156,7 +155,7 @@ pub fn tally<'a>(
     code: &[ToolCode],
     calls: impl IntoIterator<Item = (&'a str, &'a str, Status)>,
 ) -> Vec<ToolVersions> {
-    let mut counts: BTreeMap<&str, BTreeMap<&str, [usize; 3]>> = BTreeMap::new();
+    let mut counts: VecMap<&str, VecMap<&str, [usize; 3]>> = VecMap::new();
     for (tool, version, status) in calls {
         let at = match status {
             Status::Waiting => 0,
@@ -164,13 +163,15 @@ pub fn tally<'a>(
             Status::Parked => 2,
             _ => continue,
         };
-        counts.entry(tool).or_default().entry(version).or_default()[at] += 1;
+        counts
+            .or_insert_with(tool, VecMap::new)
+            .or_insert_with(version, Default::default)[at] += 1;
     }
     let mut names: Vec<&str> = code.iter().map(|t| t.name.as_str()).collect();
     names.extend(counts.keys().copied());
     names.sort_unstable();
     names.dedup();
-    let none = BTreeMap::new();
+    let none = VecMap::new();
     names
         .into_iter()
         .map(|name| {
@@ -181,14 +182,14 @@ pub fn tally<'a>(
 }
 
 /// One tool's versions, from the counts of its calls by version.
-fn one_tool(code: Option<&ToolCode>, name: &str, on: &BTreeMap<&str, [usize; 3]>) -> ToolVersions {
+fn one_tool(code: Option<&ToolCode>, name: &str, on: &VecMap<&str, [usize; 3]>) -> ToolVersions {
     let mut order: Vec<&str> = Vec::new();
     if let Some(c) = code {
         order.push(c.current.as_deref().unwrap_or(""));
         order.extend(c.keeps.iter().map(String::as_str));
     }
     order.extend(on.keys().copied());
-    let mut seen = std::collections::BTreeSet::new();
+    let mut seen = VecSet::new();
     order.retain(|v| seen.insert(*v));
     let versions = order
         .into_iter()

@@ -28,6 +28,7 @@ use serde_json::Value;
 
 use crate::engine::{Answer, Invocation, Journal, Trail};
 use crate::error::McpError;
+use crate::vec_map::VecMap;
 
 /// The most a log row holds (SQLite refuses a row over 2 MB; a body is
 /// split on a character boundary into rows of at most this).
@@ -174,11 +175,14 @@ fn as_map<S: serde::Serializer, V: Serialize>(
     s.collect_map(entries.iter().map(|(k, v)| (k, v)))
 }
 
-/// One delta as read back.
+/// One delta as read back. Its answers are read into a [`VecMap`] (no
+/// B-tree of `Answer`s linked for this map alone); the other maps stay
+/// `BTreeMap`s of the journal's (and serde_json's) types, whose B-trees
+/// are linked anyway: read into a `VecMap`, each measured larger.
 #[derive(Deserialize)]
 struct DeltaIn {
     #[serde(default)]
-    a: BTreeMap<String, Answer>,
+    a: VecMap<String, Answer>,
     #[serde(default)]
     o: BTreeMap<String, Value>,
     #[serde(default)]

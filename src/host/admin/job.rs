@@ -5,8 +5,6 @@
 //! says what to ask first; [`Job::resume`] takes the objects' answers, in
 //! the order asked, and says what next, until it answers.
 
-use std::collections::BTreeMap;
-
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -26,6 +24,7 @@ use crate::kept::page as keep;
 use crate::kept::versions::ToolCode;
 use crate::replay::PausedCall;
 use crate::server::{error_response, Env, Server};
+use crate::vec_map::VecMap;
 
 /// What a job needs next.
 #[must_use = "a step asks for requests to be sent, or holds the answer"]
@@ -778,11 +777,11 @@ impl Job {
             Op::Purge(filter) => (self.chosen(filter), Ask::Purge),
             _ => return Step::Answer(bad("not a listing")),
         };
-        let mut by_object: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        let mut by_object: VecMap<String, Vec<String>> = VecMap::new();
         let mut unknown = Done::default();
         for id in ids {
             match self.object_of(server, &id) {
-                Some(o) => by_object.entry(o).or_default().push(id),
+                Some(o) => by_object.or_insert_with(o, Vec::new).push(id),
                 None => {
                     unknown.skipped.insert(id, "not found".into());
                 }
