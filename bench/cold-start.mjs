@@ -93,7 +93,7 @@ async function start(w) {
   mkdirSync(disk, { recursive: true });
   const file = join(DIR, `${w.name}.capnp`);
   writeFileSync(file, capnpConfig([w], { [w.name]: port }, disk, DIR));
-  const req = FIRST[w.name] ?? anything;
+  const req = FIRST[w.name] ?? (w.extra ? FIRST.minimal : anything);
   const t0 = performance.now();
   const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: DIR, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
   const exited = new Promise((ok) => child.once('exit', ok));
@@ -143,7 +143,9 @@ export async function coldStarts(workers) {
   rmSync(DIR, { recursive: true, force: true });
   mkdirSync(DIR, { recursive: true });
   const fixtures = workers.find((w) => w.name === 'fixtures');
-  const subjects = [...workers.filter((w) => FIRST[w.name]), ...(fixtures ? steps(fixtures) : [])];
+  // BENCH_EXTRA_BUNDLE's bundles (the build before) start beside the rest,
+  // sent the stateless call every durable-mcp worker has.
+  const subjects = [...workers.filter((w) => FIRST[w.name] || w.extra), ...(fixtures ? steps(fixtures) : [])];
   const runs = new Map(subjects.map((w) => [w.name, []]));
   for (let i = 0; i < STARTS; i++) {
     // Interleaved, each round in another order: whatever the box does
