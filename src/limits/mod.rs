@@ -246,10 +246,10 @@ impl Spare {
     /// The refusals answered here whose window has ended, each with its key
     /// (another principal's, it may be: any call hands over every window
     /// that is over) and how many requests it refused after the first: a
-    /// request refused from
-    /// here writes no line of its own (a principal looping against its
-    /// limit would otherwise write one per request, at the cost of a
-    /// request's work), and the window's count is logged once it is over.
+    /// request refused from here writes no line of its own (a principal
+    /// looping against its limit would otherwise write one per request, at
+    /// the cost of a request's work), and the window's count is logged
+    /// once it is over.
     pub fn quieted(&self) -> Vec<(String, Refusal, u32)> {
         std::mem::take(&mut *self.quieted.borrow_mut())
     }

@@ -2,9 +2,8 @@
 
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::sql::{FromRow, SqlRow, Text};
-
 use super::log_rows::{self, Held};
+use super::sql::{FromRow, SqlRow, Text};
 use crate::error::McpError;
 use crate::kept;
 use crate::store::{CallRow, CallStore, StoredCall};

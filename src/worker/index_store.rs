@@ -5,9 +5,8 @@
 
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::sql::Text;
-
 use super::log_rows::Held;
+use super::sql::Text;
 use crate::error::McpError;
 use crate::index::{listed_by, IndexChange, IndexEntry, IndexStore};
 #[cfg(feature = "admin")]

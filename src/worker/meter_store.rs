@@ -4,7 +4,7 @@
 //! `limits` feature none is linked: see `object.rs`.)
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::sql::{rows, run, FromRow, SqlRow};
+use super::sql::{rows, run, FromRow, Number, SqlRow};
 use crate::error::McpError;
 use crate::limits::{MeterStore, Row};
 
@@ -66,21 +66,11 @@ impl From<Stored> for Row {
     }
 }
 
-struct Count {
-    n: f64,
-}
-
-impl FromRow for Count {
-    fn from_row(r: &SqlRow<'_>) -> worker::Result<Self> {
-        Ok(Count { n: r.number("n")? })
-    }
-}
-
 const COLUMNS: &str = "kind, key, tool, n, until, text";
 
 impl MeterStore for SqliteMeter {
     fn count(&self, kind: &str, tool: Option<&str>, now_ms: u64) -> Result<u64, McpError> {
-        let found: Option<Vec<Count>> = match tool {
+        let found: Option<Vec<Number>> = match tool {
             Some(t) => rows(
                 &self.sql,
                 "SELECT COUNT(*) AS n FROM meter WHERE kind = ? AND tool = ? AND until > ?",
@@ -95,7 +85,7 @@ impl MeterStore for SqliteMeter {
         .map_err(storage_error)?;
         Ok(found
             .and_then(|r| r.into_iter().next())
-            .map_or(0, |c| c.n as u64))
+            .map_or(0, |c| c.0 as u64))
     }
 
     fn get(&self, kind: &str, key: &str) -> Result<Option<Row>, McpError> {

@@ -118,10 +118,11 @@ pub(crate) fn server(env: &Env, build: Build) -> std::result::Result<Rc<Isolate>
 /// path, each by code running for the first time (V8 compiles a wasm
 /// function when it is first called). At the module's top level it runs
 /// before the Worker listens; on Cloudflare, while the TLS handshake that
-/// brought the first request is still under way. It runs in a promise's callback, so a
-/// failure here cannot stop the module from loading: an error is logged
-/// and the first request builds the server again (and answers it), a panic
-/// marks the instance for the same rebuild a panicking request causes.
+/// brought the first request is still under way. It runs in a promise's
+/// callback, so a failure here cannot stop the module from loading: an
+/// error is logged and the first request builds the server again (and
+/// answers it), a panic marks the instance for the same rebuild a
+/// panicking request causes.
 pub fn at_start(build: Build) {
     let task = wasm_bindgen::closure::Closure::once_into_js(move |env: wasm_bindgen::JsValue| {
         if let Ok(isolate) = server(&wasm_bindgen::JsCast::unchecked_into::<Env>(env), build) {

@@ -16,7 +16,7 @@ use serde_json::Value;
 use worker::{SqlStorage, SqlStorageValue};
 
 use super::log_rows::{self, Held};
-use super::sql::{FromRow, SqlRow, Text};
+use super::sql::{FromRow, Number, SqlRow, Text};
 use crate::error::McpError;
 use crate::session::{SessionCall, SessionMeta, SessionStore};
 use crate::store::log::Record as _;
@@ -190,7 +190,7 @@ impl SessionStore for SqliteSessionStore<'_> {
 
     fn append_event(&self, stream: &str, message: &Value) -> Result<u64, McpError> {
         self.make()?;
-        let rows = super::sql::rows::<Value>(
+        let rows = super::sql::rows::<Number>(
             &self.sql,
             "INSERT INTO session_events (stream, data) VALUES (?, ?) RETURNING lsn",
             vec![stream.into(), message.to_string().into()],
@@ -198,7 +198,7 @@ impl SessionStore for SqliteSessionStore<'_> {
         .map_err(err)?
         .unwrap_or_default();
         rows.first()
-            .and_then(|r| r["lsn"].as_u64())
+            .map(|r| r.0 as u64)
             .ok_or_else(|| err("no lsn returned"))
     }
 

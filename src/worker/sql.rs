@@ -80,6 +80,10 @@ impl SqlRow<'_> {
         self.values.get(at)
     }
 
+    fn first_name(&self) -> &str {
+        self.names.first().map_or("", String::as_str)
+    }
+
     /// Whether the query selected `name`.
     pub(crate) fn has(&self, name: &str) -> bool {
         self.get(name).is_some()
@@ -145,7 +149,20 @@ impl FromRow for Text {
     fn from_row(row: &SqlRow<'_>) -> worker::Result<Self> {
         match row.values.first() {
             Some(SqlStorageValue::String(s)) => Ok(Text(s.clone())),
-            _ => Err(wrong(row.names.first().map_or("", String::as_str), "text")),
+            _ => Err(wrong(row.first_name(), "text")),
+        }
+    }
+}
+
+/// A query of one number column (`SELECT COUNT(*) …`, `RETURNING lsn`).
+pub(crate) struct Number(pub(crate) f64);
+
+impl FromRow for Number {
+    fn from_row(row: &SqlRow<'_>) -> worker::Result<Self> {
+        match row.values.first() {
+            Some(SqlStorageValue::Integer(i)) => Ok(Number(*i as f64)),
+            Some(SqlStorageValue::Float(f)) => Ok(Number(*f)),
+            _ => Err(wrong(row.first_name(), "a number")),
         }
     }
 }

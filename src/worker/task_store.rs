@@ -2,9 +2,8 @@
 
 use worker::{SqlStorage, SqlStorageValue};
 
-use super::sql::Text;
-
 use super::log_rows::{self, Held};
+use super::sql::Text;
 use crate::error::McpError;
 use crate::server::task::{TaskRecord, TaskStore};
 use crate::store::log::Record as _;
