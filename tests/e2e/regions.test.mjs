@@ -179,8 +179,16 @@ test(`with CALL_JURISDICTION=eu a durable call's shard is opened in the jurisdic
   // A stateless call opens no object: served as ever.
   const add = await callTool(s.url, 'add', { a: 2, b: 3 }, {}, { id: 2 });
   assert.equal(add.json?.result?.structuredContent?.sum, 5, add.text);
+  // wrangler writes workerd's lines to the log a moment after the answer:
+  // read until the line is there (or 10 s), then stop.
+  const deadline = Date.now() + 10_000;
+  let log = readFileSync(s.logPath, 'utf8');
+  while (Date.now() < deadline && !/[Jj]urisdiction/.test(log)) {
+    await new Promise((ok) => setTimeout(ok, 200));
+    log = readFileSync(s.logPath, 'utf8');
+  }
   await s.stop();
-  assert.match(readFileSync(s.logPath, 'utf8'), /[Jj]urisdiction/, 'the log says why');
+  assert.match(log, /[Jj]urisdiction/, 'the log says why');
 });
 
 test(`a call from no region keeps the shards of no region (${VIA})`, async () => {
