@@ -232,23 +232,41 @@ function heldCalls() {
 /**
  * The CLI's count matches the calls the test holds, per tool and version
  * (waiting, working and parked together: a parked call is still held), and
- * each version's standing is `standing`'s.
+ * each version's standing is `standing`'s. `settling`: held calls that may
+ * have ended on their own before the count (a parked task with every
+ * answer in hand goes on at its alarm, however soon the server is asked),
+ * each counted or not.
  */
-function assertCounts(url, standing) {
+function assertCounts(url, standing, settling = []) {
   const got = toolVersions(url);
   const want = heldCalls();
+  const mayEnd = {};
+  for (const c of settling) {
+    mayEnd[c.tool] ??= {};
+    mayEnd[c.tool][c.version] = (mayEnd[c.tool][c.version] ?? 0) + 1;
+  }
   const total = (row) => row.waiting + row.working + row.parked;
+  const within = (n, tool, v) => {
+    const most = want[tool]?.[v] ?? 0;
+    return n <= most && n >= most - (mayEnd[tool]?.[v] ?? 0);
+  };
+  const wanted = (tool, v) => {
+    const most = want[tool]?.[v] ?? 0;
+    const least = most - (mayEnd[tool]?.[v] ?? 0);
+    return least === most ? `${most}` : `${least} to ${most}`;
+  };
   for (const [tool, versions] of Object.entries(want)) {
     for (const [v, n] of Object.entries(versions)) {
       const row = got[tool]?.[v];
+      if (!row && n === (mayEnd[tool]?.[v] ?? 0)) continue;
       assert.ok(row, `${tool} version ${v}: not listed: ${show(got[tool])}`);
-      assert.equal(total(row), n, `${tool} version ${v}: ${show(row)}`);
+      assert.ok(within(total(row), tool, v), `${tool} version ${v}: ${show(row)}, wanted ${wanted(tool, v)}`);
       assert.equal(row.standing, standing[v], `${tool} version ${v}: ${show(row)}`);
     }
   }
   for (const [tool, versions] of Object.entries(got)) {
     for (const [v, row] of Object.entries(versions)) {
-      assert.equal(total(row), want[tool]?.[v] ?? 0, `${tool} version ${v} counts calls the test does not hold: ${show(row)}`);
+      assert.ok(within(total(row), tool, v), `${tool} version ${v} counts calls the test does not hold: ${show(row)}, wanted ${wanted(tool, v)}`);
     }
   }
   return got;
@@ -491,8 +509,11 @@ describe(`pinned calls across deploys (${VIA})`, { timeout: 20 * 60_000 }, () =>
     let v2;
     before(async () => {
       v2 = await stage.serve(dirs.v2);
-      // What v3 did: v1's calls parked, still on version 1 (kept here); v2's finished.
-      assertCounts(v2.url, { 1: 'kept', 2: 'current' });
+      // What v3 did: v1's calls parked, still on version 1 (kept here); v2's
+      // finished. A parked task answered at its sampling needs nothing more:
+      // its alarm (every PARKED_RETRY_SECONDS) may have finished it already.
+      const settling = inGroup('parked', 'task').filter((c) => c.pause === 'verdict');
+      assertCounts(v2.url, { 1: 'kept', 2: 'current' }, settling);
     });
     after(async () => { await v2?.stop(); });
 

@@ -97,6 +97,18 @@ async function startOnce(opts) {
  * shutdown) and stop(); resolves once /mcp answers, or stops it and throws
  * with the end of its log.
  */
+/** Resolves once no process of group `pid` is left (SIGKILL after 5 s). */
+export async function groupGone(pid) {
+  const alive = () => { try { process.kill(-pid, 0); return true; } catch { return false; } };
+  for (const deadline = Date.now() + 5000; alive();) {
+    if (Date.now() > deadline) {
+      try { process.kill(-pid, 'SIGKILL'); } catch { /* gone meanwhile */ }
+      if (Date.now() > deadline + 5000) return;
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 export async function untilUp(child, fields, { what, deadlineMs, everyMs, misconfigured }) {
   const server = {
     ...fields, pid: child.pid,
@@ -104,12 +116,17 @@ export async function untilUp(child, fields, { what, deadlineMs, everyMs, miscon
       try { process.kill(-child.pid, 'SIGKILL'); } catch { /* already gone */ }
     },
     async stop() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((ok) => child.once('exit', ok));
-      try { process.kill(-child.pid, 'SIGTERM'); } catch { return; }
-      const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} }, 5000);
-      await exited;
-      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) {
+        const exited = new Promise((ok) => child.once('exit', ok));
+        try { process.kill(-child.pid, 'SIGTERM'); } catch { return; }
+        const timer = setTimeout(() => { try { process.kill(-child.pid, 'SIGKILL'); } catch {} }, 5000);
+        await exited;
+        clearTimeout(timer);
+      }
+      // wrangler exits before the workerd it started has: a server started
+      // next on the same --persist-to must not find the old one still
+      // running its objects' alarms on the same files.
+      await groupGone(child.pid);
     },
   };
   const deadline = Date.now() + deadlineMs;
