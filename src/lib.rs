@@ -44,7 +44,7 @@ pub mod store;
 pub mod testing;
 pub mod token;
 pub mod trace;
-mod vec_map;
+pub mod vec_map;
 
 /// The tasks extension (a part of the [`server`]; also here for short paths).
 pub use server::task;

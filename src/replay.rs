@@ -351,7 +351,7 @@ const MAX_SIMULATED_ROUNDS: usize = 8;
 fn stand_ins(
     recorded: &Journal,
     read: &[String],
-    requests: &std::collections::BTreeMap<String, crate::engine::InputRequest>,
+    requests: &crate::vec_map::VecMap<String, crate::engine::InputRequest>,
 ) -> Vec<(String, Result<Value, Value>)> {
     requests
         .iter()

@@ -10,7 +10,8 @@
 //! What a `BTreeMap` promised is kept: keys unique and in order, so a map
 //! is written as the same JSON object (keys in order), and an object read
 //! back with a key given twice keeps its last value. Public types keep
-//! their `BTreeMap`s: this is for what users of the crate never see.
+//! these too (a journal's answers, a round's requests): a map of them
+//! reads like a `BTreeMap`'s (`get`, `insert`, `iter`, `for (k, v) in &map`).
 
 use std::borrow::Borrow;
 use std::fmt;
@@ -21,7 +22,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A map sorted by key (see the module's docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct VecMap<K, V> {
+pub struct VecMap<K, V> {
     entries: Vec<(K, V)>,
 }
 
@@ -33,23 +34,44 @@ impl<K, V> Default for VecMap<K, V> {
 
 impl<K, V> VecMap<K, V> {
     /// An empty map.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Self {
             entries: Vec::new(),
         }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether it has no entry.
+    pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 
+    /// How many entries.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Removes every entry.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
+    /// The values, in key order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.entries.iter().map(|(_, v)| v)
+    }
+
+    /// The values, in key order, to change in place.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut V> {
+        self.entries.iter_mut().map(|(_, v)| v)
+    }
+
     /// The entries, in key order.
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
     /// The keys, in order.
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &K> {
+    pub fn keys(&self) -> impl Iterator<Item = &K> {
         self.entries.iter().map(|(k, _)| k)
     }
 }
@@ -64,7 +86,8 @@ impl<K: Ord, V> VecMap<K, V> {
         self.entries.binary_search_by(|(k, _)| k.borrow().cmp(key))
     }
 
-    pub(crate) fn get<Q>(&self, key: &Q) -> Option<&V>
+    /// The value under `key`, if any.
+    pub fn get<Q>(&self, key: &Q) -> Option<&V>
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -72,7 +95,26 @@ impl<K: Ord, V> VecMap<K, V> {
         self.find(key).ok().map(|i| &self.entries[i].1)
     }
 
-    pub(crate) fn contains_key<Q>(&self, key: &Q) -> bool
+    /// The value under `key`, if any, to change in place.
+    pub fn get_mut<Q>(&mut self, key: &Q) -> Option<&mut V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(|i| &mut self.entries[i].1)
+    }
+
+    /// Takes the value under `key` out, if there is one.
+    pub fn remove<Q>(&mut self, key: &Q) -> Option<V>
+    where
+        K: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        self.find(key).ok().map(|i| self.entries.remove(i).1)
+    }
+
+    /// Whether there is a value under `key`.
+    pub fn contains_key<Q>(&self, key: &Q) -> bool
     where
         K: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -80,8 +122,13 @@ impl<K: Ord, V> VecMap<K, V> {
         self.find(key).is_ok()
     }
 
+    /// Keeps only the entries `keep` says yes to.
+    pub fn retain(&mut self, mut keep: impl FnMut(&K, &mut V) -> bool) {
+        self.entries.retain_mut(|(k, v)| keep(k, v));
+    }
+
     /// Puts `value` under `key`; the value it replaces, if any.
-    pub(crate) fn insert(&mut self, key: K, value: V) -> Option<V> {
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
         match self.find(&key) {
             Ok(i) => Some(std::mem::replace(&mut self.entries[i].1, value)),
             Err(i) => {
@@ -93,7 +140,7 @@ impl<K: Ord, V> VecMap<K, V> {
 
     /// The value under `key`, put there by `make` if there was none
     /// (`BTreeMap::entry(key).or_insert_with(make)`).
-    pub(crate) fn or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
+    pub fn or_insert_with(&mut self, key: K, make: impl FnOnce() -> V) -> &mut V {
         let i = match self.find(&key) {
             Ok(i) => i,
             Err(i) => {
@@ -121,6 +168,36 @@ impl<K: Ord, V> Extend<(K, V)> for VecMap<K, V> {
         for (k, v) in iter {
             self.insert(k, v);
         }
+    }
+}
+
+impl<K: Ord, V, const N: usize> From<[(K, V); N]> for VecMap<K, V> {
+    fn from(entries: [(K, V); N]) -> Self {
+        entries.into_iter().collect()
+    }
+}
+
+impl<K: Ord, V, Q> std::ops::Index<&Q> for VecMap<K, V>
+where
+    K: Borrow<Q>,
+    Q: Ord + ?Sized,
+{
+    type Output = V;
+
+    /// The value under `key`; panics when there is none, as `BTreeMap`'s
+    /// does (for tests: the crate itself reads with `get`).
+    fn index(&self, key: &Q) -> &V {
+        self.get(key).expect("no entry under the key")
+    }
+}
+
+impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
+    type Item = (&'a K, &'a V);
+    type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;
+
+    /// The entries, in key order.
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(k, v)| (k, v))
     }
 }
 
@@ -176,7 +253,7 @@ where
 
 /// A set sorted by value (see the module's docs).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct VecSet<T> {
+pub struct VecSet<T> {
     items: Vec<T>,
 }
 
@@ -188,26 +265,34 @@ impl<T> Default for VecSet<T> {
 
 impl<T> VecSet<T> {
     /// An empty set.
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Self { items: Vec::new() }
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether it has no item.
+    pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
 
+    /// How many items.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
     /// The items, in order.
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, T> {
+    pub fn iter(&self) -> std::slice::Iter<'_, T> {
         self.items.iter()
     }
 
-    pub(crate) fn clear(&mut self) {
+    /// Removes every item.
+    pub fn clear(&mut self) {
         self.items.clear();
     }
 }
 
 impl<T: Ord> VecSet<T> {
-    pub(crate) fn contains<Q>(&self, item: &Q) -> bool
+    /// Whether `item` is in the set.
+    pub fn contains<Q>(&self, item: &Q) -> bool
     where
         T: Borrow<Q>,
         Q: Ord + ?Sized,
@@ -217,8 +302,23 @@ impl<T: Ord> VecSet<T> {
             .is_ok()
     }
 
+    /// Takes `item` out; whether it was there.
+    pub fn remove<Q>(&mut self, item: &Q) -> bool
+    where
+        T: Borrow<Q>,
+        Q: Ord + ?Sized,
+    {
+        match self.items.binary_search_by(|t| t.borrow().cmp(item)) {
+            Ok(i) => {
+                self.items.remove(i);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
     /// Adds `item`; whether it was not there yet.
-    pub(crate) fn insert(&mut self, item: T) -> bool {
+    pub fn insert(&mut self, item: T) -> bool {
         match self.items.binary_search(&item) {
             Ok(_) => false,
             Err(i) => {
@@ -233,10 +333,43 @@ impl<T: Ord> FromIterator<T> for VecSet<T> {
     /// Inserted one by one, as [`VecMap`]'s.
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         let mut set = Self::new();
-        for item in iter {
-            set.insert(item);
-        }
+        set.extend(iter);
         set
+    }
+}
+
+impl<T: Ord> Extend<T> for VecSet<T> {
+    fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
+        for item in iter {
+            self.insert(item);
+        }
+    }
+}
+
+impl<'a, T> IntoIterator for &'a VecSet<T> {
+    type Item = &'a T;
+    type IntoIter = std::slice::Iter<'a, T>;
+
+    /// The items, in order.
+    fn into_iter(self) -> Self::IntoIter {
+        self.items.iter()
+    }
+}
+
+impl<T: Serialize> Serialize for VecSet<T> {
+    /// A JSON array, in order (as a `BTreeSet`'s).
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(&self.items)
+    }
+}
+
+impl<'de, T> Deserialize<'de> for VecSet<T>
+where
+    T: Deserialize<'de> + Ord,
+{
+    /// From any array: sorted, an item given twice kept once.
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<T>::deserialize(d).map(|items| items.into_iter().collect())
     }
 }
 

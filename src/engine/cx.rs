@@ -9,7 +9,7 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-use std::collections::BTreeMap;
+
 use std::future::{ready, Future, Ready};
 use std::rc::Rc;
 
@@ -208,7 +208,7 @@ struct State {
     journal: Journal,
     caps: ClientCaps,
     /// Requests registered in this run that have no answer yet.
-    asked: BTreeMap<String, InputRequest>,
+    asked: VecMap<String, InputRequest>,
     /// Notifications (progress, log) emitted by this run, in order.
     notifications: Vec<Value>,
     progress_token: Option<Value>,
@@ -1092,7 +1092,7 @@ impl Cx {
 /// What a run leaves behind.
 pub(crate) struct Finished {
     pub(crate) journal: Journal,
-    pub(crate) asked: BTreeMap<String, InputRequest>,
+    pub(crate) asked: VecMap<String, InputRequest>,
     pub(crate) notifications: Vec<Value>,
     pub(crate) status: Option<String>,
 }

@@ -4,7 +4,6 @@
 //! replays the tool from the top and the journal answers what was asked
 //! before.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -12,6 +11,7 @@ use serde_json::Value;
 
 use super::trail::{Asked, Mark, RoundEnd, Trail};
 use crate::error::McpError;
+use crate::vec_map::{VecMap, VecSet};
 use sha2::{Digest, Sha256};
 
 /// The journal format version. Bump it when the shape changes; a journal of
@@ -222,22 +222,22 @@ pub struct Journal {
     /// Answers by key. Shared: a journal is copied (to keep the call as a
     /// round found it, to seal it, to keep it warm) and a copy must not
     /// grow with the call's length.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub answers: BTreeMap<String, Rc<Answer>>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub answers: VecMap<String, Rc<Answer>>,
     /// Requests sent in the last round and not answered yet, by key.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub pending: BTreeMap<String, InputRequest>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub pending: VecMap<String, InputRequest>,
     /// Memoized outputs of `cx.once` side effects, by key.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub once: BTreeMap<String, Rc<Value>>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub once: VecMap<String, Rc<Value>>,
     /// For each `once` effect, the answers the run had read when it ran
     /// (key and a digest of the value: what its output may depend on; see
     /// `Cx::once`).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub once_inputs: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub once_inputs: VecMap<String, VecMap<String, String>>,
     /// The changes (`cx.patched`) the code that started the call had.
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    pub patches: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "VecSet::is_empty")]
+    pub patches: VecSet<String>,
     /// The code versions that ran the call, oldest first: the one that
     /// started it, then each one that ran a later round when it differed
     /// from the one before (`tool=<Tool::version>;worker=<version id>`).
@@ -246,8 +246,8 @@ pub struct Journal {
     /// Keys of pending URL elicitations whose link a browser has already
     /// exchanged for a page pass (a link opens once on a server with
     /// sign-in).
-    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
-    pub opened: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "VecSet::is_empty")]
+    pub opened: VecSet<String>,
     /// The tool and arguments, where the server keeps a durable call's
     /// journal (a session's call and a task keep them beside it; a token
     /// never carries them here).

@@ -18,8 +18,6 @@ mod outside;
 mod trail;
 mod url;
 
-use std::collections::BTreeMap;
-
 use serde_json::Value;
 
 pub(crate) use cx::DryRun;
@@ -37,6 +35,7 @@ pub use trail::{Asked, Mark, Note, RoundEnd, Trail, MAX_MARKS, MAX_NOTES};
 pub use url::{OutOfBand, UrlCompletion, UrlElicitation};
 
 use crate::error::{ErrorKind, McpError};
+use crate::vec_map::VecMap;
 
 /// The engine's mark that a call paused for input. Only the engine can make
 /// one (its field is private), so a tool cannot fake a pause; and a tool
@@ -114,7 +113,7 @@ pub enum Outcome<T> {
     /// The body needs answers: send `requests`, keep `journal`.
     InputRequired {
         /// The requests of this round, by key.
-        requests: BTreeMap<String, InputRequest>,
+        requests: VecMap<String, InputRequest>,
         /// The journal to continue from (its `pending` holds `requests`).
         journal: Journal,
     },

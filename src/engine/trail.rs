@@ -10,9 +10,9 @@
 //! question's message (written by the tool's code), times and a principal
 //! name.
 
-use std::collections::BTreeMap;
-
 use serde::{Deserialize, Serialize};
+
+use crate::vec_map::VecMap;
 
 /// How a round ended, as the trail records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -82,11 +82,11 @@ pub struct Trail {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub marks: Vec<Mark>,
     /// When each answer came (by key).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub answered: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub answered: VecMap<String, u64>,
     /// When each `once` effect ran (by key).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub effects: BTreeMap<String, u64>,
+    #[serde(default, skip_serializing_if = "VecMap::is_empty")]
+    pub effects: VecMap<String, u64>,
     /// How long the call has waited for the client (a person, a model)
     /// to answer, in ms: from each round that asked the client something
     /// to the next round.
@@ -186,10 +186,10 @@ impl Trail {
             self.waited_ms += now_ms.saturating_sub(since);
         }
         for key in answers {
-            self.answered.entry(key.clone()).or_insert(now_ms);
+            self.answered.or_insert_with(key.clone(), || now_ms);
         }
         for key in effects {
-            self.effects.entry(key.clone()).or_insert(now_ms);
+            self.effects.or_insert_with(key.clone(), || now_ms);
         }
         // A round that ran again (a parked call retried, a cancel after a
         // pause) replaces nothing: each is a line of the history.

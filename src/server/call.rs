@@ -7,7 +7,6 @@
 //! that turn their request into a [`RoundInput`] and a [`Round`] into their
 //! result shape.
 
-use std::collections::BTreeMap;
 use std::future::Future;
 use std::task::Poll;
 
@@ -25,6 +24,7 @@ use crate::kept::summary::{finished, paused};
 use crate::protocol::params::State;
 use crate::store::{CallStore, StoredCall, StoredReply};
 use crate::token::{self, Binding, Claims};
+use crate::vec_map::VecMap;
 
 /// Journals larger than this stay out of the token in durable mode (the DO
 /// holds the master copy); below it the token can rebuild a lost DO.
@@ -117,7 +117,7 @@ pub(crate) enum RoundOutcome {
     Complete(Value),
     /// Requests to send and the state to send back with the answers.
     InputRequired {
-        requests: BTreeMap<String, InputRequest>,
+        requests: VecMap<String, InputRequest>,
         state: String,
         /// The journal to continue from: a call that becomes a task here
         /// keeps it in the task (not stored with a durable reply).
@@ -379,7 +379,7 @@ impl<'a> Call<'a> {
         server: &Server,
         input: &RoundInput<'_>,
         ctx: &Ctx<'_>,
-        requests: BTreeMap<String, InputRequest>,
+        requests: VecMap<String, InputRequest>,
         mut journal: Journal,
         (notifications, status): (Vec<Value>, Option<String>),
         ended: &round::Ended<'_>,

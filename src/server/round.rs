@@ -19,8 +19,6 @@
 //! takes the event in, runs it here and stores what the step says. It
 //! decides nothing a round means.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value};
 
 use super::target::{run_target, Target};
@@ -29,6 +27,7 @@ use crate::auth::Caller;
 use crate::elicitation::Home;
 use crate::engine::{ClientCaps, Cx, InputRequest, Journal, Outcome, Run, TaskMode};
 use crate::error::{ErrorKind, McpError};
+use crate::vec_map::VecMap;
 
 /// Where a round runs: everything it needs besides the journal.
 pub(crate) struct Site {
@@ -167,7 +166,7 @@ pub(crate) enum Step {
     Refused(String),
     /// Waiting: the requests to send, the journal to keep.
     Paused {
-        requests: BTreeMap<String, InputRequest>,
+        requests: VecMap<String, InputRequest>,
         journal: Journal,
     },
     /// The code changed so that the call cannot be replayed: kept as it

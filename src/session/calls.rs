@@ -629,7 +629,7 @@ fn asked(
     store: &dyn SessionStore,
     env: &Env,
     call: &mut SessionCall,
-    requests: std::collections::BTreeMap<String, crate::engine::InputRequest>,
+    requests: crate::vec_map::VecMap<String, crate::engine::InputRequest>,
     mut journal: Journal,
 ) -> Vec<Value> {
     journal.round = call.journal.round + 1;

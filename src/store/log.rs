@@ -20,7 +20,6 @@
 //! This module is sans-IO: the stores (`MemoryStore`, and the Worker's
 //! SQLite stores) write the [`Rows`] it describes.
 
-use std::collections::BTreeMap;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -144,7 +143,7 @@ struct DeltaOut<'a> {
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
     o: Vec<(&'a str, &'a Value)>,
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
-    i: Vec<(&'a str, &'a BTreeMap<String, String>)>,
+    i: Vec<(&'a str, &'a VecMap<String, String>)>,
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
     w: Vec<(&'a str, u64)>,
     #[serde(skip_serializing_if = "Vec::is_empty", serialize_with = "as_map")]
@@ -175,22 +174,20 @@ fn as_map<S: serde::Serializer, V: Serialize>(
     s.collect_map(entries.iter().map(|(k, v)| (k, v)))
 }
 
-/// One delta as read back. Its answers are read into a [`VecMap`] (no
-/// B-tree of `Answer`s linked for this map alone); the other maps stay
-/// `BTreeMap`s of the journal's (and serde_json's) types, whose B-trees
-/// are linked anyway: read into a `VecMap`, each measured larger.
+/// One delta as read back: its maps are the journal's own [`VecMap`]s,
+/// so reading one links no other map.
 #[derive(Deserialize)]
 struct DeltaIn {
     #[serde(default)]
     a: VecMap<String, Answer>,
     #[serde(default)]
-    o: BTreeMap<String, Value>,
+    o: VecMap<String, Value>,
     #[serde(default)]
-    i: BTreeMap<String, BTreeMap<String, String>>,
+    i: VecMap<String, VecMap<String, String>>,
     #[serde(default)]
-    w: BTreeMap<String, u64>,
+    w: VecMap<String, u64>,
     #[serde(default)]
-    e: BTreeMap<String, u64>,
+    e: VecMap<String, u64>,
     #[serde(default)]
     x: Option<Value>,
     #[serde(default)]
@@ -232,8 +229,8 @@ fn same_answer(a: &Rc<Answer>, b: &Rc<Answer>) -> bool {
 /// Entries new or changed in `now` since `was` (key and value, in key
 /// order), and the keys gone: one walk of both (sorted) maps.
 fn changed<'a, V>(
-    was: &BTreeMap<String, V>,
-    now: &'a BTreeMap<String, V>,
+    was: &VecMap<String, V>,
+    now: &'a VecMap<String, V>,
     same: impl Fn(&V, &V) -> bool,
 ) -> (Vec<(&'a str, &'a V)>, Vec<String>) {
     use std::cmp::Ordering;
@@ -269,10 +266,10 @@ fn head_of(j: &Journal) -> Journal {
     Journal {
         v: j.v,
         round: j.round,
-        answers: BTreeMap::new(),
+        answers: VecMap::new(),
         pending: j.pending.clone(),
-        once: BTreeMap::new(),
-        once_inputs: BTreeMap::new(),
+        once: VecMap::new(),
+        once_inputs: VecMap::new(),
         patches: j.patches.clone(),
         code: j.code.clone(),
         opened: j.opened.clone(),
@@ -286,8 +283,8 @@ fn head_of(j: &Journal) -> Journal {
                 started_ms: t.started_ms,
                 trace_id: t.trace_id.clone(),
                 marks: t.marks.clone(),
-                answered: BTreeMap::new(),
-                effects: BTreeMap::new(),
+                answered: VecMap::new(),
+                effects: VecMap::new(),
                 waited_ms: t.waited_ms,
                 notes: t.notes.clone(),
                 moved_at: t.moved_at.clone(),
@@ -436,8 +433,8 @@ fn trail_delta<'a>(was: &Journal, now: &'a Journal, delta: &mut DeltaOut<'a>) {
 }
 
 /// A journal's trail's answer and effect times (none without a trail).
-fn trail_times(j: &Journal) -> (&BTreeMap<String, u64>, &BTreeMap<String, u64>) {
-    static NO_TIMES: BTreeMap<String, u64> = BTreeMap::new();
+fn trail_times(j: &Journal) -> (&VecMap<String, u64>, &VecMap<String, u64>) {
+    static NO_TIMES: VecMap<String, u64> = VecMap::new();
     j.trail
         .as_deref()
         .map_or((&NO_TIMES, &NO_TIMES), |t| (&t.answered, &t.effects))

@@ -1,7 +1,6 @@
 //! A task as stored in its Durable Object, and the storage trait.
 
 use std::cell::RefCell;
-use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -11,6 +10,7 @@ use crate::error::McpError;
 use crate::kept::summary;
 use crate::kept::{CallSummary, Kind, Status};
 use crate::store::log::Record as _;
+use crate::vec_map::VecMap;
 
 /// One task. Its object holds exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,7 +51,7 @@ pub struct TaskRecord {
     pub journal: Journal,
     /// When each pending timer is due (ms since the epoch), by key.
     #[serde(default)]
-    pub timers: BTreeMap<String, u64>,
+    pub timers: VecMap<String, u64>,
     /// The `CallToolResult`, once completed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,

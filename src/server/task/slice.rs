@@ -320,8 +320,7 @@ fn waits(task: &mut TaskRecord, journal: crate::engine::Journal, now_ms: u64) {
     for (key, r) in &task.journal.pending {
         if let Some(ms) = r.timer_ms() {
             task.timers
-                .entry(key.clone())
-                .or_insert(now_ms.saturating_add(ms));
+                .or_insert_with(key.clone(), || now_ms.saturating_add(ms));
         }
     }
     let pending = &task.journal.pending;
