@@ -177,20 +177,6 @@ impl<K: Ord, V, const N: usize> From<[(K, V); N]> for VecMap<K, V> {
     }
 }
 
-impl<K: Ord, V, Q> std::ops::Index<&Q> for VecMap<K, V>
-where
-    K: Borrow<Q>,
-    Q: Ord + ?Sized,
-{
-    type Output = V;
-
-    /// The value under `key`; panics when there is none, as `BTreeMap`'s
-    /// does (for tests: the crate itself reads with `get`).
-    fn index(&self, key: &Q) -> &V {
-        self.get(key).expect("no entry under the key")
-    }
-}
-
 impl<'a, K, V> IntoIterator for &'a VecMap<K, V> {
     type Item = (&'a K, &'a V);
     type IntoIter = std::iter::Map<std::slice::Iter<'a, (K, V)>, fn(&'a (K, V)) -> (&'a K, &'a V)>;

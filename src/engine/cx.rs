@@ -9,7 +9,6 @@
 
 use std::any::Any;
 use std::cell::RefCell;
-
 use std::future::{ready, Future, Ready};
 use std::rc::Rc;
 

@@ -430,8 +430,9 @@ fn typed_elicit_outcome(answer: Value) -> Elicitation<Target> {
     else {
         panic!("expected the form to be sent")
     };
-    let schema = &requests["t"].params["requestedSchema"];
-    assert_eq!(requests["t"].params["message"], "Where?");
+    let t = requests.get("t").expect("the request under t");
+    let schema = &t.params["requestedSchema"];
+    assert_eq!(t.params["message"], "Where?");
     assert_eq!(
         schema["properties"]["target"]["description"],
         "Where to deploy."

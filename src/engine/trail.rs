@@ -233,8 +233,8 @@ mod tests {
         j.mark(5_000, RoundEnd::Completed, None, "someone else");
         let t = j.trail.as_ref().expect("in a test");
         assert_eq!(t.owner, "ada", "the owner is the starter's");
-        assert_eq!(t.answered["ok"], 5_000);
-        assert_eq!(t.effects["deploy"], 5_000);
+        assert_eq!(t.answered.get("ok"), Some(&5_000));
+        assert_eq!(t.effects.get("deploy"), Some(&5_000));
         assert_eq!(t.waited_ms, 4_000);
         assert_eq!(t.marks.len(), 2);
         assert!(t.marks[1].asked.is_empty());

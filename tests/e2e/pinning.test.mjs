@@ -246,15 +246,13 @@ function assertCounts(url, standing, settling = []) {
     mayEnd[c.tool][c.version] = (mayEnd[c.tool][c.version] ?? 0) + 1;
   }
   const total = (row) => row.waiting + row.working + row.parked;
-  const within = (n, tool, v) => {
+  /** The least and the most a tool's version may count. */
+  const range = (tool, v) => {
     const most = want[tool]?.[v] ?? 0;
-    return n <= most && n >= most - (mayEnd[tool]?.[v] ?? 0);
+    return [most - (mayEnd[tool]?.[v] ?? 0), most];
   };
-  const wanted = (tool, v) => {
-    const most = want[tool]?.[v] ?? 0;
-    const least = most - (mayEnd[tool]?.[v] ?? 0);
-    return least === most ? `${most}` : `${least} to ${most}`;
-  };
+  const within = (n, tool, v) => { const [least, most] = range(tool, v); return n >= least && n <= most; };
+  const wanted = (tool, v) => { const [least, most] = range(tool, v); return least === most ? `${most}` : `${least} to ${most}`; };
   for (const [tool, versions] of Object.entries(want)) {
     for (const [v, n] of Object.entries(versions)) {
       const row = got[tool]?.[v];
