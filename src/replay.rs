@@ -147,17 +147,17 @@ impl PausedCall {
         })?;
         let mut journal = self.journal.clone();
         let unsealed = |v: Option<Value>| v.unwrap_or_else(|| Value::Object(Default::default()));
-        journal.answers = serde_json::from_value(unsealed(map.remove("answers")))
+        journal.answers = crate::json::from_value(unsealed(map.remove("answers")))
             .map_err(|e| format!("its sealed answers do not read: {e}"))?;
-        journal.pending = serde_json::from_value(unsealed(map.remove("pending")))
+        journal.pending = crate::json::from_value(unsealed(map.remove("pending")))
             .map_err(|e| format!("its sealed questions do not read: {e}"))?;
         // An export made before effects were sealed carries them plain.
         if let Some(once) = map.remove("once") {
-            journal.once = serde_json::from_value(once)
+            journal.once = crate::json::from_value(once)
                 .map_err(|e| format!("its sealed effects do not read: {e}"))?;
         }
         if let Some(inputs) = map.remove("once_inputs") {
-            journal.once_inputs = serde_json::from_value(inputs)
+            journal.once_inputs = crate::json::from_value(inputs)
                 .map_err(|e| format!("its sealed effects' inputs do not read: {e}"))?;
         }
         Ok(journal)

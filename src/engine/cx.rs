@@ -1097,6 +1097,6 @@ pub(crate) struct Finished {
 }
 
 fn decode<T: DeserializeOwned>(v: Value) -> Result<T, ToolError> {
-    serde_json::from_value(v)
+    crate::json::from_value(v)
         .map_err(|e| ToolError::Failed(format!("the client's answer has an unexpected shape: {e}")))
 }

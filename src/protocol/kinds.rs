@@ -43,7 +43,7 @@ impl LogLevel {
 
     /// Reads a wire name; `None` for anything else.
     pub fn parse(name: &str) -> Option<Self> {
-        serde_json::from_value(serde_json::Value::String(name.to_string())).ok()
+        crate::json::from_value(serde_json::Value::String(name.to_string())).ok()
     }
 }
 
@@ -79,7 +79,7 @@ impl ListKind {
         let kind = method
             .strip_prefix("notifications/")?
             .strip_suffix("/list_changed")?;
-        serde_json::from_value(serde_json::Value::String(kind.to_string())).ok()
+        crate::json::from_value(serde_json::Value::String(kind.to_string())).ok()
     }
 }
 

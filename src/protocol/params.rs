@@ -297,7 +297,7 @@ fn typed<T: serde::de::DeserializeOwned>(
     params: Map<String, Value>,
     wrap: fn(T) -> ClientRequest,
 ) -> ClientRequest {
-    match serde_json::from_value(Value::Object(params)) {
+    match crate::json::from_value(Value::Object(params)) {
         Ok(p) => wrap(p),
         Err(e) => ClientRequest::Invalid(e.to_string()),
     }

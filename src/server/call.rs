@@ -876,7 +876,7 @@ fn replay(
         .last_reply
         .as_ref()
         .filter(|r| r.round == c.round && r.answers == answers);
-    match exact.map(|r| serde_json::from_value::<Round>(r.reply.clone())) {
+    match exact.map(|r| crate::json::from_value::<Round>(r.reply.clone())) {
         Some(Ok(round)) => Ok(Claimed::Replay(round)),
         _ if status == kept::Status::Failed && s.last_reply.is_none() => {
             let why = crate::kept::summary::last_end(&s.journal)

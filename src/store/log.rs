@@ -114,20 +114,41 @@ fn readable_head(mut j: Journal, logged: bool) -> Result<Journal, McpError> {
 }
 
 /// A head's `log` and `bytes`, if it has them.
-#[derive(Deserialize)]
 struct Probe {
-    #[serde(default)]
     log: Option<u32>,
-    #[serde(default)]
     bytes: u64,
+}
+
+impl Probe {
+    /// Read by hand from the head's tree: a derived reader would be one
+    /// more struct reader in every worker's wasm for two numbers.
+    fn of(head: &Value) -> Result<Self, McpError> {
+        let number = |key: &str| match head.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+                McpError::internal(format!("storage: a kept journal's `{key}` is not a count"))
+            }),
+        };
+        let log =
+            match number("log")? {
+                Some(n) => Some(u32::try_from(n).map_err(|_| {
+                    McpError::internal("storage: a kept journal's `log` is too large")
+                })?),
+                None => None,
+            };
+        Ok(Self {
+            log,
+            bytes: number("bytes")?.unwrap_or(0),
+        })
+    }
 }
 
 /// A head, or a journal stored whole by an earlier release.
 fn read_head(head: &str) -> Result<(Journal, Option<(u32, u64)>), McpError> {
     // The text read once; the probe and the journal each from its tree.
     let v: Value = serde_json::from_str(head).map_err(read_error)?;
-    let probe = Probe::deserialize(&v).map_err(read_error)?;
-    let j = Journal::deserialize(v).map_err(read_error)?;
+    let probe = Probe::of(&v)?;
+    let j: Journal = crate::json::from_value(v).map_err(read_error)?;
     let j = readable_head(j, probe.log.is_some_and(|n| n > 0))?;
     Ok((j, probe.log.map(|n| (n, probe.bytes))))
 }
@@ -448,9 +469,8 @@ fn arguments(j: &Journal) -> Option<&Value> {
 /// How many deltas the head `head` says follow it (0 for a journal
 /// stored whole): what a store reads after it.
 pub fn deltas_of(head: &str) -> Result<u32, McpError> {
-    crate::json::from_str::<Probe>(head)
-        .map(|p| p.log.unwrap_or(0))
-        .map_err(read_error)
+    let v: Value = serde_json::from_str(head).map_err(read_error)?;
+    Probe::of(&v).map(|p| p.log.unwrap_or(0))
 }
 
 /// The head's journal alone, without reading its log: what a listing
@@ -588,19 +608,18 @@ pub fn load_record<T: serde::de::DeserializeOwned>(
     deltas: impl FnOnce(u32) -> Result<Vec<String>, McpError>,
     journal: impl Fn(&mut T) -> &mut Journal,
 ) -> Result<(T, Manifest), McpError> {
-    #[derive(Deserialize)]
-    struct RowProbe {
-        journal: Probe,
-    }
     // The record reads whole, its journal the head (see `head_json`).
     let v: Value = serde_json::from_str(json).map_err(read_error)?;
-    let probe = RowProbe::deserialize(&v).map_err(read_error)?;
-    let mut t = T::deserialize(v).map_err(read_error)?;
+    let probe = match v.get("journal") {
+        Some(head) => Probe::of(head)?,
+        None => return Err(McpError::internal("storage: a record has no journal")),
+    };
+    let mut t: T = crate::json::from_value(v).map_err(read_error)?;
     let head = readable_head(
         std::mem::take(journal(&mut t)),
-        probe.journal.log.is_some_and(|n| n > 0),
+        probe.log.is_some_and(|n| n > 0),
     )?;
-    let Some(count) = probe.journal.log else {
+    let Some(count) = probe.log else {
         // Stored whole.
         *journal(&mut t) = head;
         return Ok((t, stale()));
@@ -610,7 +629,7 @@ pub fn load_record<T: serde::de::DeserializeOwned>(
     } else {
         Vec::new()
     };
-    let (j, manifest) = logged(head, count, probe.journal.bytes, log)?;
+    let (j, manifest) = logged(head, count, probe.bytes, log)?;
     *journal(&mut t) = j;
     Ok((t, manifest))
 }

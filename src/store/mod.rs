@@ -295,7 +295,7 @@ pub(crate) fn status_word(word: &str) -> Result<Status, McpError> {
     if word == TOMB {
         return Ok(Status::Completed);
     }
-    serde_json::from_value(serde_json::Value::String(word.to_string())).map_err(row_error)
+    crate::json::from_value(serde_json::Value::String(word.to_string())).map_err(row_error)
 }
 
 fn row_error(e: serde_json::Error) -> McpError {

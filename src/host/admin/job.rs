@@ -445,8 +445,8 @@ impl Job {
         let Some(mut hub) = answers.next().as_ref().and_then(read::<Value>) else {
             return Step::Answer(unreachable());
         };
-        self.entries = serde_json::from_value(hub["sessions"].take()).unwrap_or_default();
-        self.paused = serde_json::from_value(hub["paused"].take()).unwrap_or_default();
+        self.entries = crate::json::from_value(hub["sessions"].take()).unwrap_or_default();
+        self.paused = crate::json::from_value(hub["paused"].take()).unwrap_or_default();
         server.paused.set(self.paused.clone(), self.now_ms);
         self.paged(&mut hub, Kind::Task);
         for a in answers.by_ref().take(crate::host::INDEX_SHARDS as usize) {
@@ -454,7 +454,7 @@ impl Job {
                 return Step::Answer(unreachable());
             };
             let more: Vec<IndexEntry> =
-                serde_json::from_value(v["sessions"].take()).unwrap_or_default();
+                crate::json::from_value(v["sessions"].take()).unwrap_or_default();
             self.entries.extend(more);
             self.paged(&mut v, Kind::Task);
         }

@@ -130,7 +130,7 @@ pub(crate) async fn serve(
 ) -> Reply {
     let op: Option<Ask> = req
         .header(ADMIN_HEADER)
-        .and_then(|h| serde_json::from_value(Value::String(h.to_string())).ok());
+        .and_then(|h| crate::json::from_value(Value::String(h.to_string())).ok());
     let body: Body = crate::json::from_slice(&req.body).unwrap_or_default();
     let Some(op) = op else {
         let e = McpError::invalid_request("Invalid Request: an unknown admin operation");

@@ -55,7 +55,8 @@ impl Asked {
     /// clock); what does not read asks for the counts alone.
     pub(super) fn read(page: Option<&Value>, until_ms: Option<u64>) -> Self {
         let page = page.unwrap_or(&Value::Null);
-        let mut filter: Filter = serde_json::from_value(page["filter"].clone()).unwrap_or_default();
+        let mut filter: Filter =
+            crate::json::from_value(page["filter"].clone()).unwrap_or_default();
         // The job turned it into `until_ms` (one clock for every keeper).
         filter.older_than_ms = None;
         let after = match page["after"].as_array().map(Vec::as_slice) {
@@ -278,7 +279,7 @@ impl Pages {
 /// paused calls changed within each younger age, and how many of its
 /// calls pass the filter when its counts do not say.
 fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
-    let rows: Vec<CallSummary> = serde_json::from_value(v["rows"].take()).unwrap_or_default();
+    let rows: Vec<CallSummary> = crate::json::from_value(v["rows"].take()).unwrap_or_default();
     let at = v["at"].as_array().and_then(|a| match a.as_slice() {
         [u, id] => Some(Key {
             updated_ms: u.as_u64()?,
@@ -286,8 +287,8 @@ fn part_of(v: &mut Value) -> (Part, Tally, [u64; 3], Option<u64>) {
         }),
         _ => None,
     });
-    let tally: Tally = serde_json::from_value(v["tally"].take()).unwrap_or_default();
-    let newer: [u64; 3] = serde_json::from_value(v["newer"].take()).unwrap_or_default();
+    let tally: Tally = crate::json::from_value(v["tally"].take()).unwrap_or_default();
+    let newer: [u64; 3] = crate::json::from_value(v["newer"].take()).unwrap_or_default();
     let counted = v["matched"].as_u64();
     (Part { rows, at }, tally, newer, counted)
 }
