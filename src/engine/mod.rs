@@ -161,6 +161,33 @@ pub(crate) async fn run_moving<T: 'static>(
 
 /// What a run's result comes to, with what the run asked and emitted.
 fn conclude<T>(cx: Cx, result: Result<T, ToolError>) -> Run<T> {
+    // The value set apart: nothing decided below depends on its type, so
+    // that is compiled once, not once per result type.
+    let (value, result) = match result {
+        Ok(v) => (Some(v), Ok(())),
+        Err(e) => (None, Err(e)),
+    };
+    let run = conclude_any(cx, result);
+    let outcome = match (run.outcome, value) {
+        (Outcome::Complete(()), Some(v)) => Outcome::Complete(v),
+        (Outcome::Complete(()), None) => {
+            Outcome::Error(McpError::internal("a run completed without a value"))
+        }
+        (Outcome::InputRequired { requests, journal }, _) => {
+            Outcome::InputRequired { requests, journal }
+        }
+        (Outcome::ToolFailed(m), _) => Outcome::ToolFailed(m),
+        (Outcome::Error(e), _) => Outcome::Error(e),
+    };
+    Run {
+        outcome,
+        notifications: run.notifications,
+        status: run.status,
+    }
+}
+
+/// [`conclude`] for the result without its value.
+fn conclude_any(cx: Cx, result: Result<(), ToolError>) -> Run<()> {
     let (paused_on, met_on) = cx.code_versions();
     let done = cx.finish();
     // A pause cannot be swallowed: a request the body registered and has no
