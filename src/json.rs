@@ -92,25 +92,14 @@ fn visit_map<'de, V: Visitor<'de>>(map: Map<String, Value>, visitor: V) -> Resul
     }
 }
 
-/// The number readers: from a number, anything else the wrong type.
-macro_rules! numbers {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
+/// Readers of one kind of value (a number, a string, a boolean): from it,
+/// anything else the wrong type.
+macro_rules! one_kind {
+    ($kind:ident($x:ident), $visitor:ident => $read:expr; $($method:ident)*) => {$(
+        fn $method<V: Visitor<'de>>(self, $visitor: V) -> Result<V::Value, Error> {
             match self.0 {
-                Value::Number(n) => n.deserialize_any(visitor),
-                other => invalid(&other, &visitor),
-            }
-        }
-    )*};
-}
-
-/// The string readers: from a string, anything else the wrong type.
-macro_rules! strings {
-    ($($method:ident)*) => {$(
-        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-            match self.0 {
-                Value::String(s) => visitor.visit_string(s),
-                other => invalid(&other, &visitor),
+                Value::$kind($x) => $read,
+                other => invalid(&other, &$visitor),
             }
         }
     )*};
@@ -142,19 +131,15 @@ impl<'de> Deserializer<'de> for Owned {
         }
     }
 
-    numbers!(deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
+    one_kind!(Number(n), visitor => n.deserialize_any(visitor);
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64 deserialize_i128
         deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 deserialize_u128
         deserialize_f32 deserialize_f64);
-    strings!(deserialize_char deserialize_str deserialize_string deserialize_identifier);
+    one_kind!(String(s), visitor => visitor.visit_string(s);
+        deserialize_char deserialize_str deserialize_string deserialize_identifier);
+    one_kind!(Bool(b), visitor => visitor.visit_bool(b); deserialize_bool);
     seqs!(deserialize_seq() deserialize_tuple(len: usize)
         deserialize_tuple_struct(name: &'static str, len: usize));
-
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Bool(b) => visitor.visit_bool(b),
-            other => invalid(&other, &visitor),
-        }
-    }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.0 {

@@ -691,6 +691,27 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    #[test]
+    fn a_heads_probe_reads_its_counts_and_refuses_what_is_not_one() {
+        let p = Probe::of(&json!({"log": 3, "bytes": 70, "v": 2})).expect("reads");
+        assert_eq!((p.log, p.bytes), (Some(3), 70));
+        let whole = Probe::of(&json!({"v": 1, "answers": {}})).expect("reads");
+        assert_eq!((whole.log, whole.bytes), (None, 0));
+        let null = Probe::of(&json!({"log": null, "bytes": null})).expect("reads");
+        assert_eq!((null.log, null.bytes), (None, 0));
+        for bad in [
+            json!({"log": "3"}),
+            json!({"log": -1}),
+            json!({"log": 1u64 << 40}),
+            json!({"bytes": 1.5}),
+        ] {
+            assert!(Probe::of(&bad).is_err(), "{bad}");
+        }
+        assert!(
+            load_record::<Value>("{\"v\": 1}", |_| Ok(Vec::new()), |_| unreachable!()).is_err()
+        );
+    }
+
     fn answered(j: &mut Journal, key: &str, value: Value) {
         j.answers.insert(
             key.to_string(),
