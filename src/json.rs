@@ -92,26 +92,14 @@ fn visit_map<'de, V: Visitor<'de>>(map: Map<String, Value>, visitor: V) -> Resul
     }
 }
 
-/// Readers of one kind of value (a number, a string, a boolean): from it,
-/// anything else the wrong type.
+/// Readers of one kind of value (a number, a string, a boolean, an array,
+/// an object): from it, anything else the wrong type.
 macro_rules! one_kind {
     ($kind:ident($x:ident), $visitor:ident => $read:expr; $($method:ident)*) => {$(
         fn $method<V: Visitor<'de>>(self, $visitor: V) -> Result<V::Value, Error> {
             match self.0 {
                 Value::$kind($x) => $read,
                 other => invalid(&other, &$visitor),
-            }
-        }
-    )*};
-}
-
-/// The sequence readers: from an array, anything else the wrong type.
-macro_rules! seqs {
-    ($($method:ident($($arg:ident: $ty:ty),*))*) => {$(
-        fn $method<V: Visitor<'de>>(self, $(_: $ty,)* visitor: V) -> Result<V::Value, Error> {
-            match self.0 {
-                Value::Array(items) => visit_seq(items, visitor),
-                other => invalid(&other, &visitor),
             }
         }
     )*};
@@ -138,8 +126,21 @@ impl<'de> Deserializer<'de> for Owned {
     one_kind!(String(s), visitor => visitor.visit_string(s);
         deserialize_char deserialize_str deserialize_string deserialize_identifier);
     one_kind!(Bool(b), visitor => visitor.visit_bool(b); deserialize_bool);
-    seqs!(deserialize_seq() deserialize_tuple(len: usize)
-        deserialize_tuple_struct(name: &'static str, len: usize));
+    one_kind!(Array(items), visitor => visit_seq(items, visitor); deserialize_seq);
+    one_kind!(Object(map), visitor => visit_map(map, visitor); deserialize_map);
+
+    fn deserialize_tuple<V: Visitor<'de>>(self, _: usize, visitor: V) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        _: &'static str,
+        _: usize,
+        visitor: V,
+    ) -> Result<V::Value, Error> {
+        self.deserialize_seq(visitor)
+    }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
         match self.0 {
@@ -164,13 +165,6 @@ impl<'de> Deserializer<'de> for Owned {
         visitor: V,
     ) -> Result<V::Value, Error> {
         self.deserialize_map(visitor)
-    }
-
-    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Error> {
-        match self.0 {
-            Value::Object(map) => visit_map(map, visitor),
-            other => invalid(&other, &visitor),
-        }
     }
 
     /// A unit variant as its name; any other as an object of one entry,
