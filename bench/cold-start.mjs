@@ -17,7 +17,13 @@
 // (Stub imports: functions that throw, and the runtime's `JSTag` for the
 // exception tag wasm-bindgen imports.)
 // `node bench/profile.mjs fixtures first` profiles that first request.
-import { spawn } from 'node:child_process';
+// What V8 compiled before the first answer comes from one more start of
+// each wasm worker under V8's `--trace-wasm-compilation-times` (a line per
+// function compiled; V8 compiles a wasm function when it is first called):
+// the functions and their bytes, before listening and for the first
+// request. Unlike the times, it does not move with the box's load: the same
+// build compiles the same functions.
+import { spawn, spawnSync } from 'node:child_process';
 import http from 'node:http';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -85,25 +91,57 @@ function once(port, req) {
   });
 }
 
-/** One cold start of `w`: ms until listening, the first request, a second. */
-async function start(w) {
+/** V8's compile trace: a line per wasm function compiled (see the top). */
+const TRACE = ['--trace-wasm-compilation-times'];
+// `stdbuf` makes workerd's stdout line-buffered, so each line arrives as it
+// is printed and falls on the right side of the first request.
+const STDBUF = spawnSync('stdbuf', ['--version']).status === 0;
+
+/** The functions a compile trace names and their bytes (Liftoff: first calls). */
+function compiledIn(text) {
+  let functions = 0;
+  let bytes = 0;
+  for (const m of text.matchAll(/using Liftoff, took \d+ μs and \d+ bytes; bodysize (\d+)/g)) {
+    functions += 1;
+    bytes += Number(m[1]);
+  }
+  return { functions, bytes };
+}
+
+/**
+ * One cold start of `w`: ms until listening, the first request, a second.
+ * With `trace`, under V8's compile trace instead, whose overhead makes the
+ * times meaningless: what was compiled until listening and for the first
+ * request.
+ */
+async function start(w, trace = false) {
   const port = await freePort();
   const disk = join(DIR, `${w.name}-disk`);
   rmSync(disk, { recursive: true, force: true });
   mkdirSync(disk, { recursive: true });
   const file = join(DIR, `${w.name}.capnp`);
-  writeFileSync(file, capnpConfig([w], { [w.name]: port }, disk, DIR));
+  writeFileSync(file, capnpConfig([w], { [w.name]: port }, disk, DIR, trace ? TRACE : []));
   const req = FIRST[w.name] ?? (w.extra ? FIRST.minimal : anything);
   const t0 = performance.now();
-  const child = spawn(WORKERD, ['serve', file, '--experimental'], { cwd: DIR, stdio: ['ignore', 'ignore', 'inherit'], detached: true });
+  const [cmd, args] = trace ? ['stdbuf', ['-oL', WORKERD]] : [WORKERD, []];
+  const child = spawn(cmd, [...args, 'serve', file, '--experimental'],
+    { cwd: DIR, stdio: ['ignore', trace ? 'pipe' : 'ignore', 'inherit'], detached: true });
+  let out = '';
+  child.stdout?.on('data', (d) => { out += d; });
   const exited = new Promise((ok) => child.once('exit', ok));
   try {
     for (;;) {
       const sent = performance.now();
+      const before = out.length;
       try {
         const status = await once(port, req);
         const answered = performance.now();
         if (status >= 400) throw new Error(`${w.name} answered its first request ${status}`);
+        if (trace) {
+          // The first request's lines are printed before its answer; let them arrive.
+          await new Promise((r) => setTimeout(r, 50));
+          return { listening: compiledIn(out.slice(0, before)), first: compiledIn(out.slice(before)) };
+        }
         const again = performance.now();
         await once(port, req);
         return { listening: sent - t0, first: answered - sent, total: answered - t0, second: performance.now() - again };
@@ -153,17 +191,38 @@ export async function coldStarts(workers) {
     const order = subjects.map((w, k) => subjects[(k + i) % subjects.length]);
     for (const w of order) runs.get(w.name).push(await start(w));
   }
+  // One start each under the compile trace: the workers with wasm (not
+  // the steps, which serve nothing of it).
+  const traces = new Map();
+  if (STDBUF) {
+    for (const w of subjects.filter((x) => !x.name.startsWith('step-') && bundleFiles(x.out).some((f) => f.endsWith('.wasm')))) {
+      traces.set(w.name, await start(w, true));
+    }
+  }
   const rows = subjects.map((w) => {
     const rs = runs.get(w.name);
     const totals = rs.map((r) => r.total);
     return { name: w.name, starts: rs.length, listening: median(rs.map((r) => r.listening)), first: median(rs.map((r) => r.first)),
-      total: median(totals), min: Math.min(...totals), max: Math.max(...totals), second: median(rs.map((r) => r.second)), ...size(w) };
+      total: median(totals), min: Math.min(...totals), max: Math.max(...totals), second: median(rs.map((r) => r.second)), ...size(w),
+      compiled: traces.get(w.name) };
   });
   console.log(`\ncold starts: a fresh workerd serve per start, ${STARTS} starts each, interleaved, medians (ms)\n`);
   console.log('| worker | until listening | first request | total (min–max) | a second request | bundle raw | gzip |\n|---|---|---|---|---|---|---|');
   for (const r of rows) {
     console.log(`| ${r.name} | ${ms(r.listening)} | ${ms(r.first)} | ${ms(r.total)} (${ms(r.min)}–${ms(r.max)}) | ${r.second.toFixed(1)} | `
       + `${(r.raw / 1024).toFixed(0)} KiB | ${(r.gzip / 1024).toFixed(0)} KiB |`);
+  }
+  const traced = rows.filter((r) => r.compiled);
+  if (traced.length) {
+    console.log('\nwasm V8 compiled before the first answer (one start each under --trace-wasm-compilation-times; functions, KB of their bodies):\n');
+    console.log('| worker | until listening | for the first request | in all |\n|---|---|---|---|');
+    const kb = (c) => `${c.functions}, ${(c.bytes / 1024).toFixed(0)} KB`;
+    for (const r of traced) {
+      const { listening: l, first: f } = r.compiled;
+      console.log(`| ${r.name} | ${kb(l)} | ${kb(f)} | ${kb({ functions: l.functions + f.functions, bytes: l.bytes + f.bytes })} |`);
+    }
+  } else {
+    console.log('\n(no compile trace: `stdbuf` is not installed)');
   }
   const get = (n) => rows.find((r) => r.name === n);
   const [floor, compiled, instantiated, ours] = ['floor', 'step-compiled', 'step-instantiated', 'fixtures'].map(get);

@@ -79,10 +79,13 @@ ${Object.values(w.classes).map((c) => `export const ${c} = meterObject(inner.${c
   return file;
 }
 
-/** A whole workerd config: each worker on its port, objects on `disk`. */
-export function capnpConfig(workers, ports, disk, configDir = OUT) {
+/**
+ * A whole workerd config: each worker on its port, objects on `disk`;
+ * `v8Flags`, V8's own flags (the cold starts' compile trace).
+ */
+export function capnpConfig(workers, ports, disk, configDir = OUT, v8Flags = []) {
   return `using Workerd = import "/workerd/workerd.capnp";
-const config :Workerd.Config = (
+const config :Workerd.Config = (${v8Flags.length ? `\n  v8Flags = [${v8Flags.map((f) => JSON.stringify(f)).join(', ')}],` : ''}
   services = [${workers.map((w) => `(name = ${JSON.stringify(w.name)}, worker = .${ident(w.name)})`).join(', ')},
     (name = "do-disk", disk = (path = ${JSON.stringify(disk)}, writable = true)),
     # The OAuth lanes' issuer keys are served on loopback (the default allows public addresses only).

@@ -35,7 +35,7 @@ for (const [name, budget] of Object.entries(budgets)) {
     const pct = (((sizes[kind] - budget[kind]) / budget[kind]) * 100).toFixed(1);
     const ok = sizes[kind] <= limit;
     if (!ok) over++;
-    console.log(`wasm budget: ${name} ${kind} ${sizes[kind]} bytes, budget ${budget[kind]} (${pct >= 0 ? '+' : ''}${pct} %, at most +${TOLERANCE * 100} %): ${ok ? 'ok' : 'OVER'}`);
+    console.log(`wasm budget: ${name} ${kind} ${sizes[kind]} bytes, budget ${budget[kind]} (${pct.startsWith('-') ? '' : '+'}${pct} %, at most +${TOLERANCE * 100} %): ${ok ? 'ok' : 'OVER'}`);
   }
 }
 if (over) {

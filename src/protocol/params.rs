@@ -293,6 +293,12 @@ impl ClientRequest {
 }
 
 /// `params` read into `T`, or the reason it cannot be.
+// Not inlined: `read` is one arm per method, and each shape's reader
+// inlined into it (by LLVM, then by wasm-opt, which inlines a function with
+// one caller whatever its size unless a worker limits it, as the
+// quickstart's Cargo.toml does) made one 16 KB function, which V8 compiles
+// whole on an isolate's first request, whichever method that request is.
+#[inline(never)]
 fn typed<T: serde::de::DeserializeOwned>(
     params: Map<String, Value>,
     wrap: fn(T) -> ClientRequest,

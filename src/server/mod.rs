@@ -156,6 +156,19 @@ pub(crate) enum Place<'a> {
     Task(&'a TaskHost<'a>),
 }
 
+/// A future for a wire few clients speak (the saga methods, the streamless
+/// sketch), behind a pointer the compiler cannot see through. Awaited as it
+/// is, its state machine was inlined into the server's own (30 KB with the
+/// rest, one function), which V8 compiles whole the first time any request
+/// reaches it: V8 compiles a wasm function on its first call. Boxed, its
+/// code is compiled only when such a request comes, for an allocation on
+/// that request.
+fn seldom<'a, T>(
+    f: impl std::future::Future<Output = T> + 'a,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'a>> {
+    Box::pin(f)
+}
+
 impl Server {
     /// Queues a log line for the host to write.
     pub(crate) fn log(&self, line: String) {
@@ -378,13 +391,13 @@ impl Server {
             if !request::has_modern_meta(r) {
                 let id = Some(r.id.clone());
                 if r.kind.is_some_and(crate::protocol::Method::is_saga) {
-                    let result = saga::handle(self, r, ClientCaps::all(), &ctx)
+                    let result = seldom(saga::handle(self, r, ClientCaps::all(), &ctx))
                         .await
                         .map_err(|e| (e, id))?;
                     return Ok(Reply::new(result_reply(&r.id, &result)));
                 }
                 if streamless::opted_in(req, r) {
-                    let message = streamless::handle(self, r, ClientCaps::all(), &ctx)
+                    let message = seldom(streamless::handle(self, r, ClientCaps::all(), &ctx))
                         .await
                         .map_err(|e| (e, id))?;
                     return Ok(Reply::new(HttpResponse::json(200, &message)));

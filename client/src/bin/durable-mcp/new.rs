@@ -621,7 +621,7 @@ mod tests {
                 "codegen-units = 1",
                 "strip = true",
                 "opt-level = 3",
-                "wasm-opt = [\"-Oz\"]",
+                "wasm-opt = [\"-Oz\", \"--one-caller-inline-max-function-size=300\"]",
             ] {
                 assert!(toml.lines().any(|l| l == line), "{line} in\n{toml}");
             }
