@@ -13,13 +13,14 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import puppeteer from 'puppeteer-core';
 import { startServer, VIA } from './server.mjs';
 import { callTool } from './webhook.mjs';
 import { modernMeta, send } from './modern.mjs';
 import { parseSse } from './sse.mjs';
+import { everything } from './persisted.mjs';
 import { CLI, runCli } from './cli.mjs';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -123,17 +124,6 @@ async function task(token, filename) {
     assert.ok(Date.now() < deadline, `task stuck: ${r.text}`);
     await new Promise((ok) => setTimeout(ok, 200));
   }
-}
-
-function everything(dir) {
-  const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    if (st.isDirectory()) out.push(...everything(p));
-    else if (st.size < 64 << 20) out.push([p, readFileSync(p).toString('latin1')]);
-  }
-  return out;
 }
 
 const calls = {};

@@ -17,14 +17,14 @@
 // serve` in page-signin.workerd.test.mjs.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import puppeteer from 'puppeteer-core';
 import { startProvider } from './oauth/provider.mjs';
 import { connectWithOAuth, makeAuthProvider } from './oauth/client.mjs';
 import { MODERN, modernMeta, send } from './modern.mjs';
 import { parseSse } from './sse.mjs';
+import { everything } from './persisted.mjs';
 import { startServer, VIA } from './server.mjs';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -88,18 +88,6 @@ function callIdsOf(elicitationId) {
 /** `body` names none of the call's ids. */
 function namesNoCall(body, elicitationId) {
   return callIdsOf(elicitationId).every((c) => !body.includes(c));
-}
-
-/** Every file under `dir`, with its bytes as latin1 text. */
-function everything(dir) {
-  const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    const st = statSync(p);
-    if (st.isDirectory()) out.push(...everything(p));
-    else if (st.size < 64 << 20) out.push([p, readFileSync(p).toString('latin1')]);
-  }
-  return out;
 }
 
 /** None of `values` (passes, page secrets) is in any file under `persistTo`. */

@@ -11,12 +11,11 @@
 // persist directory and never in what the client gets.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import { freePort, freshPersistDir, startWrangler } from './wrangler.mjs';
 import { MODERN } from './modern.mjs';
 import { parseSse } from './sse.mjs';
+import { everything } from './persisted.mjs';
 import { startWebhook } from './webhook.mjs';
 
 const ALICE = 'tok-alice-0123456789';
@@ -65,17 +64,6 @@ function withAlice(input, init = {}) {
   const h = new Headers(init.headers);
   h.set('authorization', `Bearer ${ALICE}`);
   return fetch(input, { ...init, headers: h });
-}
-
-/** Every file under `dir`, as text. */
-function everything(dir) {
-  const out = [];
-  for (const name of readdirSync(dir)) {
-    const p = join(dir, name);
-    if (statSync(p).isDirectory()) out.push(...everything(p));
-    else out.push([p, readFileSync(p).toString('latin1')]);
-  }
-  return out;
 }
 
 /** How many SQLite files (objects) the persist directory holds. */
